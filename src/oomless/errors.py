@@ -1,0 +1,41 @@
+"""User-facing errors and the CLI's exit codes.
+
+Every error a user can cause by what they wrote (spec, model id, GPU name, flag) is an
+``InputError``: one line naming the field, the value and what is allowed. The CLI turns it
+into that line on stderr and ``EXIT_BAD_INPUT``; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+EXIT_FITS = 0
+"""The plan fits on every GPU and on the host."""
+EXIT_DOES_NOT_FIT = 1
+"""The plan was made and some phase does not fit (GPU or host)."""
+EXIT_BAD_INPUT = 2
+"""The input could not be planned: bad spec, unknown model/GPU, unreadable file."""
+
+
+class InputError(ValueError):
+    """Bad user input; ``str(err)`` is a single line ready to print."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+def closest_names(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
+    """Catalog names that look most like ``name`` (case-insensitive), best first."""
+    by_lower = {c.lower(): c for c in candidates}
+    hits = difflib.get_close_matches(name.lower(), list(by_lower), n=limit, cutoff=0.3)
+    return [by_lower[h] for h in hits]
+
+
+def unknown_name_error(field: str, name: str, candidates: Iterable[str]) -> InputError:
+    """An ``InputError`` for a name missing from a catalog, suggesting the closest ones."""
+    near = closest_names(name, candidates)
+    hint = f"; closest: {', '.join(near)}" if near else ""
+    return InputError(field, f"unknown {name!r}{hint}")
