@@ -1,0 +1,411 @@
+"""Model architectures: the dimensions of an HF ``config.json`` that memory depends on.
+
+``arch_from_config`` turns a config dict into a frozen ``ModelArch``; ``load_model`` finds
+the dict (shipped catalog, local directory or JSON file). Nothing here imports torch or
+transformers: the rules that transformers hard-codes per family (Qwen2's q/k/v bias, Qwen3's
+q/k norms, Gemma's tied embeddings) are written out below, each with the file it comes from.
+
+Known limitations: families are recognised by ``model_type``; an unknown family is read as
+a Llama-style decoder (``attention_bias``/``mlp_bias`` keys honoured, no q/k norm).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, unknown_name_error
+
+FIELD = "model"
+CONFIG_FILE_NAME = "config.json"
+CATALOG_ID_SEPARATOR = "/"
+CATALOG_STEM_SEPARATOR = "--"
+SUBCONFIG_KEYS = ("text_config", "llm_config")
+"""Where multimodal configs nest the language model: gemma3/Qwen2.5-VL (transformers>=4.52)
+use ``text_config``, InternVL's remote code uses ``llm_config``."""
+CATALOG_DEFAULTS_KEY = "_defaults_filled_by_transformers"
+"""Catalog annotation inside a sparse sub-config: the values transformers fills in."""
+
+QKV_BIAS_FAMILIES = frozenset(
+    {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text"}
+)
+"""q/k/v projections built with ``bias=True`` regardless of config, o_proj without.
+Source: transformers/models/qwen2/modeling_qwen2.py (Qwen2Attention), same in qwen2_moe,
+qwen2_vl, qwen2_5_vl."""
+QK_NORM_FAMILIES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
+"""RMSNorm(head_dim) on queries and keys. Source: transformers/models/qwen3/modeling_qwen3.py,
+qwen3_moe/modeling_qwen3_moe.py, gemma3/modeling_gemma3.py (q_norm, k_norm)."""
+SANDWICH_NORM_FAMILIES = frozenset({"gemma2", "gemma3", "gemma3_text"})
+"""Four RMSNorms per layer (pre/post attention, pre/post feed-forward).
+Source: transformers/models/gemma2/modeling_gemma2.py (Gemma2DecoderLayer)."""
+TIED_BY_DEFAULT_FAMILIES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
+"""Families whose config class defaults ``tie_word_embeddings`` to True (Gemma*Config);
+Llama/Qwen/Mistral/DeepSeek/gpt-oss configs default it to False."""
+FUSED_EXPERT_FAMILIES = frozenset({"gpt_oss"})
+"""MoE experts stored as 3-D parameters in one module (GptOssExperts.gate_up_proj etc.) in
+transformers 4.5x; Qwen-MoE/DeepSeek/Mixtral keep an ``nn.ModuleList`` of per-expert MLPs."""
+GPT_OSS_FAMILIES = frozenset({"gpt_oss"})
+"""Biased experts and router, one learned attention-sink logit per head.
+Source: transformers/models/gpt_oss/modeling_gpt_oss.py."""
+
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "vocab_size": 262_208,
+        "max_position_embeddings": 131_072,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    },
+}
+"""Config-class defaults for families whose hub files leave required keys out.
+Source: transformers/models/gemma3/configuration_gemma3.py (Gemma3TextConfig.__init__)."""
+
+SIGLIP_NORM = "layer_norm"
+"""SigLIP uses affine LayerNorm (transformers/models/siglip/modeling_siglip.py)."""
+GEMMA2_SLIDING_PERIOD = 2
+"""Gemma2 alternates local/global attention: even layers slide (``not layer_idx % 2``)."""
+
+
+@dataclass(frozen=True)
+class VisionArch:
+    """A vision tower's dimensions (Qwen2.5-VL ViT, InternViT, SigLIP)."""
+
+    model_type: str
+    depth: int
+    hidden_size: int
+    intermediate_size: int
+    num_heads: int
+    patch_size: int
+    out_hidden_size: int
+    """Width of the language model the projector feeds."""
+    in_chans: int = 3
+    spatial_merge_size: int = 1
+    """Patches per side merged into one LLM token: Qwen2.5-VL merger (2), InternVL pixel
+    shuffle 1/downsample_ratio (2), gemma3 average pooling (4)."""
+    temporal_patch_size: int = 1
+    window_size: int = 0
+    fullatt_block_indexes: tuple[int, ...] = ()
+    image_size: int = 0
+    """Fixed input side in pixels (InternViT, SigLIP); 0 for dynamic resolution."""
+    qkv_bias: bool = True
+    norm_type: str = "rms_norm"
+    qk_normalization: bool = False
+    use_head: bool = False
+    """SigLIP attention-pooling head present (gemma3 sets ``vision_use_head`` false)."""
+    mm_tokens_per_image: int = 0
+    """LLM tokens per image for fixed-size towers (gemma3: 256); 0 when dynamic."""
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """A decoder-only language model (plus optional vision tower), as configured."""
+
+    name: str
+    model_type: str
+    text_model_type: str
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    qk_norm: bool
+    sandwich_norm: bool
+    max_position_embeddings: int
+    sliding_window: int | None = None
+    num_sliding_window_layers: int = 0
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    shared_expert_intermediate_size: int = 0
+    num_shared_experts: int = 0
+    num_dense_layers: int = 0
+    """Layers with a dense MLP; equals ``num_layers`` for dense models."""
+    experts_fused: bool = False
+    router_bias: bool = False
+    attention_sinks: bool = False
+    kv_lora_rank: int = 0
+    q_lora_rank: int | None = None
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    vision: VisionArch | None = None
+    source: str = ""
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers
+
+    @property
+    def uses_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+
+def _require(config: dict[str, Any], key: str, name: str) -> Any:
+    value = config.get(key)
+    if value is None:
+        raise InputError(FIELD, f"config of {name!r} has no {key!r}, needed to size the model")
+    return value
+
+
+def _int(config: dict[str, Any], key: str, default: int = 0) -> int:
+    value = config.get(key)
+    return default if value is None else int(value)
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's keys: nested sub-config over flattened top-level copies over
+    the family's config-class defaults."""
+    sub: dict[str, Any] = next(
+        (config[k] for k in SUBCONFIG_KEYS if isinstance(config.get(k), dict)), {})
+    top = {k: v for k, v in config.items() if k not in SUBCONFIG_KEYS and k != "vision_config"}
+    text_type = sub.get("model_type") or config.get("model_type", "")
+    return {
+        **FAMILY_DEFAULTS.get(text_type, {}),
+        **top,
+        **sub.get(CATALOG_DEFAULTS_KEY, {}),
+        **sub,
+        "model_type": text_type,
+    }
+
+
+def _num_dense_layers(text: dict[str, Any], num_layers: int, num_experts: int) -> int:
+    """Source: deepseek_v3/modeling_deepseek_v3.py (first_k_dense_replace, moe_layer_freq);
+    qwen2_moe/qwen3_moe modeling (mlp_only_layers, decoder_sparse_step)."""
+    if num_experts == 0:
+        return num_layers
+    if "first_k_dense_replace" in text:
+        first_k, freq = _int(text, "first_k_dense_replace"), _int(text, "moe_layer_freq", 1)
+        return sum(1 for i in range(num_layers) if not (i >= first_k and i % freq == 0))
+    mlp_only = set(text.get("mlp_only_layers") or ())
+    step = _int(text, "decoder_sparse_step", 1)
+    return sum(1 for i in range(num_layers) if i in mlp_only or (i + 1) % step != 0)
+
+
+def _sliding(text: dict[str, Any], num_layers: int) -> tuple[int | None, int]:
+    """(window, number of layers using it); (None, 0) when no layer slides.
+
+    Source: qwen2 (use_sliding_window, layers >= max_window_layers), mistral (all layers),
+    gemma2 (even layers), gemma3 (all but every ``sliding_window_pattern``-th), gpt_oss and
+    newer configs (``layer_types``)."""
+    window = text.get("sliding_window")
+    if window is None or text.get("use_sliding_window") is False:
+        return None, 0
+    family = text["model_type"]
+    if isinstance(text.get("layer_types"), list):
+        count = sum(1 for t in text["layer_types"] if t == "sliding_attention")
+    elif family in QKV_BIAS_FAMILIES:
+        count = max(0, num_layers - _int(text, "max_window_layers", 0))
+    elif family == "gemma2":
+        count = sum(1 for i in range(num_layers) if i % GEMMA2_SLIDING_PERIOD == 0)
+    elif "sliding_window_pattern" in text:
+        pattern = _int(text, "sliding_window_pattern")
+        count = sum(1 for i in range(num_layers) if (i + 1) % pattern != 0)
+    else:
+        count = num_layers
+    return (int(window), count) if count else (None, 0)
+
+
+def _vision_from_config(config: dict[str, Any], out_hidden_size: int) -> VisionArch | None:
+    """Source: qwen2_5_vl/configuration_qwen2_5_vl.py (Qwen2_5_VLVisionConfig), InternVL
+    remote code configuration_intern_vit.py, siglip/configuration_siglip.py."""
+    vc = config.get("vision_config")
+    if not isinstance(vc, dict):
+        return None
+    depth = vc.get("depth", vc.get("num_hidden_layers"))
+    heads = vc.get("num_heads", vc.get("num_attention_heads"))
+    if depth is None or heads is None or "hidden_size" not in vc:
+        raise InputError(FIELD, "vision_config lacks depth/num_heads/hidden_size")
+    if "downsample_ratio" in config:
+        merge = round(1 / float(config["downsample_ratio"]))
+    elif config.get("mm_tokens_per_image") and vc.get("image_size"):
+        patches_per_side = int(vc["image_size"]) // int(vc["patch_size"])
+        tokens_per_side = round(int(config["mm_tokens_per_image"]) ** 0.5)
+        merge = patches_per_side // tokens_per_side
+    else:
+        merge = _int(vc, "spatial_merge_size", 1)
+    return VisionArch(
+        model_type=str(vc.get("model_type", "")),
+        depth=int(depth),
+        hidden_size=int(vc["hidden_size"]),
+        intermediate_size=_int(vc, "intermediate_size"),
+        num_heads=int(heads),
+        patch_size=_int(vc, "patch_size"),
+        out_hidden_size=_int(vc, "out_hidden_size", out_hidden_size),
+        in_chans=_int(vc, "in_chans", _int(vc, "num_channels", 3)),
+        spatial_merge_size=merge,
+        temporal_patch_size=_int(vc, "temporal_patch_size", 1),
+        window_size=_int(vc, "window_size"),
+        fullatt_block_indexes=tuple(int(i) for i in vc.get("fullatt_block_indexes") or ()),
+        image_size=_int(vc, "image_size"),
+        qkv_bias=bool(vc.get("qkv_bias", True)),
+        norm_type=str(vc.get("norm_type", SIGLIP_NORM if "siglip" in vc.get("model_type", "")
+                                  else "rms_norm")),
+        qk_normalization=bool(vc.get("qk_normalization", False)),
+        use_head=bool(vc.get("vision_use_head", False)),
+        mm_tokens_per_image=_int(config, "mm_tokens_per_image"),
+    )
+
+
+def arch_from_config(config: dict[str, Any], name: str, source: str = "") -> ModelArch:
+    """Parse an HF ``config.json`` dict (pure).
+
+    Raises ``InputError("model", ...)`` naming the first missing required key.
+    Assumes: head_dim = ``head_dim`` if present, else q/k head width for MLA
+    (qk_nope + qk_rope), else hidden / heads.
+    """
+    if not isinstance(config, dict):
+        raise InputError(FIELD, f"config of {name!r} is not a JSON object")
+    text = _text_config(config)
+    family = text["model_type"]
+    hidden = int(_require(text, "hidden_size", name))
+    num_layers = int(_require(text, "num_hidden_layers", name))
+    heads = int(_require(text, "num_attention_heads", name))
+    vocab = int(_require(text, "vocab_size", name))
+    intermediate = int(_require(text, "intermediate_size", name))
+    max_pos = int(_require(text, "max_position_embeddings", name))
+    num_experts = next(
+        (_int(text, k) for k in ("num_experts", "n_routed_experts", "num_local_experts")
+         if text.get(k)),
+        0,
+    )
+    kv_lora_rank = _int(text, "kv_lora_rank")
+    if "head_dim" in text and text["head_dim"] is not None:
+        head_dim = int(text["head_dim"])
+    elif kv_lora_rank:
+        head_dim = _int(text, "qk_nope_head_dim") + _int(text, "qk_rope_head_dim")
+    else:
+        head_dim = hidden // heads
+    window, num_sliding = _sliding(text, num_layers)
+    attention_bias = bool(text.get("attention_bias", False))
+    is_gpt_oss = family in GPT_OSS_FAMILIES
+    tied_default = family in TIED_BY_DEFAULT_FAMILIES or config.get("model_type") in (
+        TIED_BY_DEFAULT_FAMILIES
+    )
+    return ModelArch(
+        name=name,
+        model_type=str(config.get("model_type", family)),
+        text_model_type=family,
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_layers=num_layers,
+        num_attention_heads=heads,
+        num_kv_heads=_int(text, "num_key_value_heads", heads),
+        head_dim=head_dim,
+        vocab_size=vocab,
+        tie_word_embeddings=bool(text.get("tie_word_embeddings", tied_default)),
+        qkv_bias=family in QKV_BIAS_FAMILIES or attention_bias,
+        o_bias=family not in QKV_BIAS_FAMILIES and attention_bias,
+        mlp_bias=bool(text.get("mlp_bias", False)) or is_gpt_oss,
+        qk_norm=family in QK_NORM_FAMILIES,
+        sandwich_norm=family in SANDWICH_NORM_FAMILIES,
+        max_position_embeddings=max_pos,
+        sliding_window=window,
+        num_sliding_window_layers=num_sliding,
+        num_experts=num_experts,
+        num_experts_per_tok=_int(text, "num_experts_per_tok") if num_experts else 0,
+        moe_intermediate_size=_int(text, "moe_intermediate_size", intermediate)
+        if num_experts
+        else 0,
+        shared_expert_intermediate_size=_int(text, "shared_expert_intermediate_size"),
+        num_shared_experts=_int(text, "n_shared_experts"),
+        num_dense_layers=_num_dense_layers(text, num_layers, num_experts),
+        experts_fused=family in FUSED_EXPERT_FAMILIES,
+        router_bias=is_gpt_oss,
+        attention_sinks=is_gpt_oss,
+        kv_lora_rank=kv_lora_rank,
+        q_lora_rank=(_int(text, "q_lora_rank") or None) if kv_lora_rank else None,
+        qk_rope_head_dim=_int(text, "qk_rope_head_dim") if kv_lora_rank else 0,
+        qk_nope_head_dim=_int(text, "qk_nope_head_dim") if kv_lora_rank else 0,
+        v_head_dim=_int(text, "v_head_dim") if kv_lora_rank else 0,
+        vision=_vision_from_config(config, hidden),
+        source=source,
+    )
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+def _catalog_dir() -> Any:
+    return resources.files("oomless.catalog") / "data" / "models"
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog_stems() -> tuple[str, ...]:
+    return tuple(
+        sorted(p.name[: -len(".json")] for p in _catalog_dir().iterdir()
+               if p.name.endswith(".json"))
+    )
+
+
+def _stem_to_id(stem: str) -> str:
+    return stem.replace(CATALOG_STEM_SEPARATOR, CATALOG_ID_SEPARATOR, 1)
+
+
+def catalog_ids() -> list[str]:
+    """Ids of the shipped models, e.g. ``Qwen/Qwen2.5-7B-Instruct``."""
+    return [_stem_to_id(s) for s in _catalog_stems()]
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            FIELD, f"{where} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from err
+
+
+@functools.cache
+def _load_catalog(stem: str) -> ModelArch:
+    text = (_catalog_dir() / f"{stem}.json").read_text(encoding="utf-8")
+    source = f"catalog:{stem}.json"
+    return arch_from_config(_parse_json(text, source), _stem_to_id(stem), source)
+
+
+def _catalog_stem(ref: str) -> str | None:
+    """Stem matching an id, a stem, or an unambiguous bare name (case-insensitive)."""
+    key = ref.strip().lower().replace(CATALOG_ID_SEPARATOR, CATALOG_STEM_SEPARATOR, 1)
+    by_lower = {s.lower(): s for s in _catalog_stems()}
+    if key in by_lower:
+        return by_lower[key]
+    bare = [s for s in _catalog_stems()
+            if s.lower().split(CATALOG_STEM_SEPARATOR, 1)[-1] == ref.strip().lower()]
+    return bare[0] if len(bare) == 1 else None
+
+
+def _load_local(path: Path, ref: str) -> ModelArch:
+    file = path / CONFIG_FILE_NAME if path.is_dir() else path
+    if not file.is_file():
+        raise InputError(FIELD, f"directory {ref!r} has no {CONFIG_FILE_NAME}")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(FIELD, f"cannot read {str(file)!r}: {err.strerror}") from err
+    return arch_from_config(_parse_json(text, str(file)), ref, str(file))
+
+
+def load_model(ref: str) -> ModelArch:
+    """A model by catalog id, file stem, bare name, local directory or JSON file path.
+
+    A local path that exists wins over a catalog id of the same spelling (as in
+    ``from_pretrained``). Unknown refs raise ``InputError`` listing the closest ids.
+    """
+    path = Path(ref).expanduser()
+    if path.exists():
+        return _load_local(path, ref)
+    stem = _catalog_stem(ref)
+    if stem is None:
+        raise unknown_name_error(FIELD, ref, catalog_ids())
+    return _load_catalog(stem)

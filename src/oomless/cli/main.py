@@ -1,0 +1,61 @@
+"""The `oomless` command line: a thin layer over the library.
+
+Each command lives in its own module; this one wires them up and maps known exceptions to a
+one-line message and an exit code (see `oomless.errors`). Heavy modules are imported lazily
+inside commands so `oomless --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from ..errors import EXIT_BAD_INPUT, InputError
+
+app = typer.Typer(
+    name="oomless",
+    help="Plan GPU and host memory of RL fine-tuning (GRPO) before a GPU is touched.\n\n"
+    "Exit codes: 0 fits, 1 does not fit, 2 bad input.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+) -> None:
+    _state["debug"] = debug
+
+
+def run_guarded(fn: Callable[[], int]) -> None:
+    """Run a command body; turn user errors into one line on stderr and exit code 2."""
+    try:
+        code = fn()
+    except InputError as err:
+        if _state["debug"]:
+            raise
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    raise typer.Exit(code)
+
+
+def _register() -> None:
+    from . import catalog_cmd, plan_cmd
+
+    plan_cmd.register(app)
+    catalog_cmd.register(app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point."""
+    return app(args=argv if argv is not None else sys.argv[1:], prog_name="oomless")

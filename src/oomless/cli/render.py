@@ -1,0 +1,71 @@
+"""Human-readable plan output (rich tables). Sizes in GiB/MiB, labelled as binary units."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ..planner.plan import Constraint, Plan, PhaseMemory
+from ..units import format_bytes
+
+NUM_TOP_COMPONENTS = 4
+
+
+def _top(phase: PhaseMemory) -> str:
+    comps = sorted(phase.components, key=lambda c: c.num_bytes, reverse=True)[:NUM_TOP_COMPONENTS]
+    return ", ".join(f"{c.name} {format_bytes(c.num_bytes)}" for c in comps)
+
+
+def _pct(part: int, whole: int | None) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def _constraint_line(c: Constraint) -> str:
+    where = f"{c.device_role} GPU" if c.device == "gpu" else "host"
+    return (
+        f"{c.phase} on {where}: {c.component} — needs {format_bytes(c.required_bytes)}, "
+        f"has {format_bytes(c.available_bytes)} ({c.message})"
+    )
+
+
+def render_plan(plan: Plan, console: Console | None = None) -> None:
+    out = console or Console(width=140)
+    arch, shape = plan.arch, plan.shape
+    gpu_name = plan.gpu.id if plan.gpu else "custom GPU"
+    out.print(
+        f"[bold]{arch.name}[/] on {plan.spec.hardware.num_nodes} × {plan.spec.hardware.gpus_per_node} "
+        f"{gpu_name} ({format_bytes(shape.capacity_bytes)} each), data parallel {shape.data_parallel_size}"
+    )
+    for group in plan.devices:
+        table = Table(title=f"GPU memory per phase — {group.role} GPUs ({group.num_gpus_per_node} per node)")
+        for col in ("phase", "peak", "of GPU", "largest components"):
+            table.add_column(col)
+        for phase in group.phases:
+            style = "red" if phase.peak_bytes > group.capacity_bytes else None
+            table.add_row(phase.name, format_bytes(phase.peak_bytes), _pct(phase.peak_bytes, group.capacity_bytes), _top(phase), style=style)
+        out.print(table)
+    host = plan.host
+    table = Table(title="Host RAM per node" + (f" (limit {format_bytes(host.limit_bytes)})" if host.limit_bytes else " (no host_ram_gib given: not judged)"))
+    for col in ("phase", "peak", "of limit", "largest components"):
+        table.add_column(col)
+    for phase in host.phases:
+        table.add_row(phase.name, format_bytes(phase.peak_bytes), _pct(phase.peak_bytes, host.limit_bytes), _top(phase) or "-")
+    out.print(table)
+    if plan.engine is not None:
+        from ..memory.vllm import kv_bytes_per_token
+
+        b = plan.engine
+        tokens = max(b.kv_cache_bytes, 0) // kv_bytes_per_token(arch, plan.spec.rollout.tensor_parallel_size)
+        out.print(
+            f"vLLM per GPU: budget {format_bytes(b.requested_bytes)} = weights {format_bytes(b.weight_bytes)} + "
+            f"profile peak {format_bytes(b.activation_bytes)} + non-torch {format_bytes(b.non_torch_bytes)} + "
+            f"CUDA graphs {format_bytes(b.cuda_graph_bytes)} + KV cache {format_bytes(b.kv_cache_bytes)} "
+            f"({tokens:,} tokens)"
+        )
+    binding = plan.binding
+    if plan.fits:
+        out.print(f"[bold green]FITS[/] — tightest: {_constraint_line(binding)}; margin {format_bytes(binding.margin_bytes)}")
+    else:
+        out.print(f"[bold red]DOES NOT FIT[/] — {len(plan.violations)} constraint(s) broken:")
+        for c in sorted(plan.violations, key=lambda c: c.margin_bytes):
+            out.print(f"  • {_constraint_line(c)}; short by {format_bytes(-c.margin_bytes)}")

@@ -1,0 +1,465 @@
+"""Parameter counts of a ``ModelArch``: pure functions, integer counts.
+
+Everything is counted from one inventory of parameter tensors (``model_tensors``), so the
+total, the ZeRO-3 largest-module term and the small-tensor (persistence) term agree with each
+other. Module and tensor names follow the HF transformers modules so that LoRA targets
+(``q_proj``) and Adafactor's factored states (rows + cols per matrix) can be looked up.
+
+Symbols: h = hidden_size, I = intermediate_size, V = vocab_size, L = num_layers,
+a = attention heads, k = kv heads, d = head_dim, E = routed experts, E_k = experts per token.
+
+Known limitations: buffers are not parameters and are not counted (rotary ``inv_freq``,
+DeepSeek-V3's ``e_score_correction_bias`` which transformers registers as a buffer); the
+DeepSeek-V3 multi-token-prediction module (``num_nextn_predict_layers``) is not loaded by
+transformers and is not counted; the InternViT tower is counted from its module code and
+checked only against its nominal "300M" (the SigLIP tower is pinned by gemma-3-4b's exact
+public total).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+from ..catalog.models import ModelArch, VisionArch
+from ..errors import InputError
+
+LayerKind = Literal["dense", "moe"]
+
+ROUTER_NAME = {False: "gate", True: "router"}
+"""The MoE router module: ``mlp.gate`` (Qwen-MoE, DeepSeek, Mixtral); gpt-oss, the only
+family with a biased router, calls it ``mlp.router``."""
+CLASS_TOKENS = 1
+"""InternViT prepends one class token; its position table has num_patches + 1 rows."""
+
+
+@dataclass(frozen=True)
+class LinearShape:
+    """One linear map of a decoder layer, named as its HF module under ``self_attn``/``mlp``.
+
+    ``num_per_layer`` is the number of such maps per layer (E for routed experts). The
+    weight has in_features x out_features elements, the bias out_features.
+    """
+
+    name: str
+    in_features: int
+    out_features: int
+    bias: bool
+    num_per_layer: int = 1
+
+
+@dataclass(frozen=True)
+class ParamTensor:
+    """``count`` parameter tensors of ``numel`` elements each, owned by ``module``.
+
+    ``module`` is a pattern: ``model.layers.<kind>.`` stands for every layer of that kind and
+    ``*`` for every expert/block index. Each module instance owns one of each of its tensors.
+    """
+
+    module: str
+    name: str
+    numel: int
+    count: int
+
+
+def _linear_params(shape: LinearShape) -> int:
+    return shape.in_features * shape.out_features + (shape.out_features if shape.bias else 0)
+
+
+def _is_expert(shape: LinearShape) -> bool:
+    return shape.name.startswith("experts.")
+
+
+# --- decoder layer --------------------------------------------------------------------------
+
+
+def layer_kinds(arch: ModelArch) -> tuple[tuple[LayerKind, int], ...]:
+    """(kind, number of layers) pairs; DeepSeek-V3: (("dense", 3), ("moe", 58)).
+
+    Source: deepseek_v3/modeling_deepseek_v3.py (first_k_dense_replace),
+    qwen3_moe/modeling_qwen3_moe.py (mlp_only_layers, decoder_sparse_step).
+    """
+    pairs: tuple[tuple[LayerKind, int], ...] = (
+        ("dense", arch.num_dense_layers), ("moe", arch.num_moe_layers))
+    return tuple((kind, n) for kind, n in pairs if n > 0)
+
+
+def attention_linear_shapes(arch: ModelArch) -> tuple[LinearShape, ...]:
+    """The attention projections of one layer (module ``self_attn``).
+
+    Source: llama/modeling_llama.py (q/k/v/o, bias = attention_bias), qwen2/modeling_qwen2.py
+    (q/k/v bias, o without), deepseek_v3/modeling_deepseek_v3.py (MLA: q_a/q_b or q_proj,
+    kv_a_proj_with_mqa, kv_b_proj; only q_a/kv_a/o take attention_bias).
+    Assumes: q width a·d, k/v width k·d; MLA q head = qk_nope + qk_rope.
+    """
+    h, a = arch.hidden_size, arch.num_attention_heads
+    if arch.uses_mla:
+        q_head = arch.qk_nope_head_dim + arch.qk_rope_head_dim
+        bias = arch.o_bias
+        if arch.q_lora_rank:
+            q: tuple[LinearShape, ...] = (
+                LinearShape("q_a_proj", h, arch.q_lora_rank, bias),
+                LinearShape("q_b_proj", arch.q_lora_rank, a * q_head, False),
+            )
+        else:
+            q = (LinearShape("q_proj", h, a * q_head, False),)
+        kv_b_out = a * (arch.qk_nope_head_dim + arch.v_head_dim)
+        return (
+            *q,
+            LinearShape("kv_a_proj_with_mqa", h, arch.kv_lora_rank + arch.qk_rope_head_dim, bias),
+            LinearShape("kv_b_proj", arch.kv_lora_rank, kv_b_out, False),
+            LinearShape("o_proj", a * arch.v_head_dim, h, bias),
+        )
+    q_width, kv_width = a * arch.head_dim, arch.num_kv_heads * arch.head_dim
+    return (
+        LinearShape("q_proj", h, q_width, arch.qkv_bias),
+        LinearShape("k_proj", h, kv_width, arch.qkv_bias),
+        LinearShape("v_proj", h, kv_width, arch.qkv_bias),
+        LinearShape("o_proj", q_width, h, arch.o_bias),
+    )
+
+
+def _gated_mlp(prefix: str, h: int, inter: int, bias: bool, n: int = 1) -> tuple[LinearShape, ...]:
+    return (
+        LinearShape(f"{prefix}gate_proj", h, inter, bias, n),
+        LinearShape(f"{prefix}up_proj", h, inter, bias, n),
+        LinearShape(f"{prefix}down_proj", inter, h, bias, n),
+    )
+
+
+def mlp_linear_shapes(arch: ModelArch, layer_kind: LayerKind) -> tuple[LinearShape, ...]:
+    """The feed-forward projections of one layer (module ``mlp``).
+
+    Dense: gate/up/down (h→I, h→I, I→h). MoE: router ``gate`` (h→E), routed experts
+    ``experts.*`` (h→I_moe, xE), shared experts as one MLP of width I_moe·n_shared
+    (DeepSeek ``shared_experts``) or of ``shared_expert_intermediate_size`` plus a 1-wide
+    ``shared_expert_gate`` (Qwen2-MoE). gpt-oss: ``router`` with bias and fused
+    ``experts.gate_up_proj`` (h→2I) / ``experts.down_proj``, all with bias.
+    Source: qwen3_moe/modeling_qwen3_moe.py, qwen2_moe/modeling_qwen2_moe.py,
+    deepseek_v3/modeling_deepseek_v3.py, gpt_oss/modeling_gpt_oss.py.
+    """
+    h = arch.hidden_size
+    if layer_kind == "dense":
+        return _gated_mlp("", h, arch.intermediate_size, arch.mlp_bias)
+    e, moe_i = arch.num_experts, arch.moe_intermediate_size
+    shapes: tuple[LinearShape, ...] = (
+        LinearShape(ROUTER_NAME[arch.router_bias], h, e, arch.router_bias),)
+    if arch.experts_fused:
+        shapes += (LinearShape("experts.gate_up_proj", h, 2 * moe_i, arch.mlp_bias, e),
+                   LinearShape("experts.down_proj", moe_i, h, arch.mlp_bias, e))
+    else:
+        shapes += _gated_mlp("experts.", h, moe_i, arch.mlp_bias, e)
+    if arch.num_shared_experts:
+        shapes += _gated_mlp("shared_experts.", h, moe_i * arch.num_shared_experts, False)
+    if arch.shared_expert_intermediate_size:
+        shapes += _gated_mlp("shared_expert.", h, arch.shared_expert_intermediate_size, False)
+        shapes += (LinearShape("shared_expert_gate", h, 1, False),)
+    return shapes
+
+
+def decoder_linear_shapes(
+    arch: ModelArch, layer_kind: LayerKind | None = None
+) -> tuple[LinearShape, ...]:
+    """Attention + MLP linears of one decoder layer of ``layer_kind``; by default the kind
+    most layers have (``moe`` for MoE models, whose few dense layers need ``"dense"``).
+
+    Feeds LoRA (rank·(in+out) per targeted linear) and Adafactor (rows + cols per matrix).
+    Source/Assumes: see ``attention_linear_shapes`` and ``mlp_linear_shapes``.
+    """
+    kind = layer_kind or ("moe" if arch.num_moe_layers > arch.num_dense_layers else "dense")
+    return attention_linear_shapes(arch) + mlp_linear_shapes(arch, kind)
+
+
+def _linear_tensors(prefix: str, shape: LinearShape, fused: bool) -> tuple[ParamTensor, ...]:
+    weight = shape.in_features * shape.out_features
+    if fused and _is_expert(shape):
+        parent, leaf = shape.name.rsplit(".", 1)
+        module, n = f"{prefix}{parent}", shape.num_per_layer
+        out = (ParamTensor(module, leaf, n * weight, 1),)
+        return out + ((ParamTensor(module, f"{leaf}_bias", n * shape.out_features, 1),)
+                      if shape.bias else ())
+    name = shape.name.replace("experts.", "experts.*.") if _is_expert(shape) else shape.name
+    module = f"{prefix}{name}"
+    out = (ParamTensor(module, "weight", weight, shape.num_per_layer),)
+    return out + ((ParamTensor(module, "bias", shape.out_features, shape.num_per_layer),)
+                  if shape.bias else ())
+
+
+def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[ParamTensor, ...]:
+    """Every parameter tensor of one decoder layer: linears, RMSNorms, q/k norms, sinks.
+
+    Norms: 2 RMSNorm(h) per layer (4 for Gemma2/3); q_norm/k_norm RMSNorm(d) for
+    Qwen3/gemma3; MLA q_a_layernorm(q_lora_rank), kv_a_layernorm(kv_lora_rank); gpt-oss
+    ``self_attn.sinks`` (a). Source: the modeling files named in ``attention_linear_shapes``
+    and ``mlp_linear_shapes``; gemma2/modeling_gemma2.py; qwen3/modeling_qwen3.py.
+    """
+    out: tuple[ParamTensor, ...] = ()
+    for shape in attention_linear_shapes(arch):
+        out += _linear_tensors("self_attn.", shape, arch.experts_fused)
+    for shape in mlp_linear_shapes(arch, layer_kind):
+        out += _linear_tensors("mlp.", shape, arch.experts_fused)
+    h = arch.hidden_size
+    norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
+    if arch.sandwich_norm:
+        norms += ("pre_feedforward_layernorm", "post_feedforward_layernorm")
+    out += tuple(ParamTensor(n, "weight", h, 1) for n in norms)
+    if arch.qk_norm:
+        out += (ParamTensor("self_attn.q_norm", "weight", arch.head_dim, 1),
+                ParamTensor("self_attn.k_norm", "weight", arch.head_dim, 1))
+    if arch.uses_mla:
+        out += (ParamTensor("self_attn.kv_a_layernorm", "weight", arch.kv_lora_rank, 1),)
+        if arch.q_lora_rank:
+            out += (ParamTensor("self_attn.q_a_layernorm", "weight", arch.q_lora_rank, 1),)
+    if arch.attention_sinks:
+        out += (ParamTensor("self_attn", "sinks", arch.num_attention_heads, 1),)
+    return out
+
+
+def _total(tensors: tuple[ParamTensor, ...]) -> int:
+    return sum(t.numel * t.count for t in tensors)
+
+
+def num_parameters_per_decoder_layer(arch: ModelArch, layer_kind: LayerKind) -> int:
+    """All parameters of one decoder layer of ``layer_kind`` (an FSDP wrap unit).
+
+    Source/Assumes: ``decoder_layer_tensors``.
+    """
+    return _total(decoder_layer_tensors(arch, layer_kind))
+
+
+def num_decoder_layer_parameters(arch: ModelArch) -> int:
+    """All decoder layers together: Σ over layer kinds of layers x per-layer parameters.
+
+    Dense Llama-style layer: h·(a·d) + 2·h·(k·d) + (a·d)·h [+ biases] + 3·h·I + 2·h.
+    Source/Assumes: ``decoder_layer_tensors``.
+    """
+    return sum(n * num_parameters_per_decoder_layer(arch, kind) for kind, n in layer_kinds(arch))
+
+
+# --- embeddings and totals -----------------------------------------------------------------
+
+
+def num_embedding_parameters(arch: ModelArch) -> int:
+    """Input embedding table ``model.embed_tokens``: V·h.
+
+    Source: llama/modeling_llama.py (nn.Embedding(vocab_size, hidden_size)).
+    Assumes: no padding of V beyond the config's vocab_size.
+    """
+    return arch.vocab_size * arch.hidden_size
+
+
+def num_lm_head_parameters(arch: ModelArch) -> int:
+    """Output projection ``lm_head`` (h→V, no bias): V·h, or 0 when tied to the embedding.
+
+    Source: llama/modeling_llama.py (LlamaForCausalLM.lm_head, _tied_weights_keys).
+    Assumes: a tied lm_head shares storage and is counted once, as ``parameters()`` does.
+    """
+    return 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
+
+
+def num_final_norm_parameters(arch: ModelArch) -> int:
+    """Final RMSNorm ``model.norm``: h. Source: llama/modeling_llama.py (LlamaModel.norm)."""
+    return arch.hidden_size
+
+
+def num_language_model_parameters(arch: ModelArch) -> int:
+    """Embedding + decoder layers + final norm + lm_head (no vision tower).
+
+    Source/Assumes: the terms it sums.
+    """
+    return (num_embedding_parameters(arch) + num_decoder_layer_parameters(arch)
+            + num_final_norm_parameters(arch) + num_lm_head_parameters(arch))
+
+
+def _norm(module: str, width: int, norm_type: str, count: int = 1) -> list[ParamTensor]:
+    """RMSNorm: weight; affine LayerNorm: weight + bias."""
+    names = ("weight", "bias") if norm_type == "layer_norm" else ("weight",)
+    return [ParamTensor(module, name, width, count) for name in names]
+
+
+def _linear(module: str, fan_in: int, fan_out: int, bias: bool = True, count: int = 1
+            ) -> list[ParamTensor]:
+    """nn.Linear, or a Conv with the same weight/bias sizes (fan_in = C·kernel volume)."""
+    return list(_linear_tensors("", LinearShape(module, fan_in, fan_out, bias, count), False))
+
+
+def _qwen2_5_vl_tensors(v: VisionArch) -> list[ParamTensor]:
+    h, i, n, m2 = v.hidden_size, v.intermediate_size, v.depth, v.spatial_merge_size ** 2
+    blk = "visual.blocks.*"
+    patch = v.in_chans * v.temporal_patch_size * v.patch_size ** 2
+    return [
+        *_linear("visual.patch_embed.proj", patch, h, bias=False),  # Conv3d
+        *_norm(f"{blk}.norm1", h, "rms_norm", n), *_norm(f"{blk}.norm2", h, "rms_norm", n),
+        *_linear(f"{blk}.attn.qkv", h, 3 * h, count=n),
+        *_linear(f"{blk}.attn.proj", h, h, count=n),
+        *_linear(f"{blk}.mlp.gate_proj", h, i, count=n),
+        *_linear(f"{blk}.mlp.up_proj", h, i, count=n),
+        *_linear(f"{blk}.mlp.down_proj", i, h, count=n),
+        *_norm("visual.merger.ln_q", h, "rms_norm"),
+        *_linear("visual.merger.mlp.0", m2 * h, m2 * h),
+        *_linear("visual.merger.mlp.2", m2 * h, v.out_hidden_size),
+    ]
+
+
+def _intern_vit_tensors(v: VisionArch) -> list[ParamTensor]:
+    h, i, n, m2 = v.hidden_size, v.intermediate_size, v.depth, v.spatial_merge_size ** 2
+    emb, lyr = "vision_model.embeddings", "vision_model.encoder.layers.*"
+    positions = (v.image_size // v.patch_size) ** 2 + CLASS_TOKENS
+    out = [
+        ParamTensor(emb, "class_embedding", h, 1),
+        ParamTensor(emb, "position_embedding", positions * h, 1),
+        *_linear(f"{emb}.patch_embedding", v.in_chans * v.patch_size ** 2, h),  # Conv2d
+        ParamTensor(lyr, "ls1", h, n), ParamTensor(lyr, "ls2", h, n),
+        *_linear(f"{lyr}.attn.qkv", h, 3 * h, v.qkv_bias, n),
+        *_linear(f"{lyr}.attn.proj", h, h, count=n),
+        *_norm(f"{lyr}.norm1", h, v.norm_type, n), *_norm(f"{lyr}.norm2", h, v.norm_type, n),
+        *_linear(f"{lyr}.mlp.fc1", h, i, count=n), *_linear(f"{lyr}.mlp.fc2", i, h, count=n),
+        *_norm("mlp1.0", m2 * h, "layer_norm"),
+        *_linear("mlp1.1", m2 * h, v.out_hidden_size),
+        *_linear("mlp1.3", v.out_hidden_size, v.out_hidden_size),
+    ]
+    if v.qk_normalization:
+        out += [*_norm(f"{lyr}.attn.q_norm", h, "rms_norm", n),
+                *_norm(f"{lyr}.attn.k_norm", h, "rms_norm", n)]
+    return out
+
+
+def _siglip_tensors(v: VisionArch) -> list[ParamTensor]:
+    h, i, n = v.hidden_size, v.intermediate_size, v.depth
+    vm, lyr = "vision_tower.vision_model", "vision_tower.vision_model.encoder.layers.*"
+    out = [
+        *_linear(f"{vm}.embeddings.patch_embedding", v.in_chans * v.patch_size ** 2, h),
+        ParamTensor(f"{vm}.embeddings.position_embedding", "weight",
+                    (v.image_size // v.patch_size) ** 2 * h, 1),
+        *(t for proj in ("q_proj", "k_proj", "v_proj", "out_proj")
+          for t in _linear(f"{lyr}.self_attn.{proj}", h, h, count=n)),
+        *_norm(f"{lyr}.layer_norm1", h, "layer_norm", n),
+        *_norm(f"{lyr}.layer_norm2", h, "layer_norm", n),
+        *_linear(f"{lyr}.mlp.fc1", h, i, count=n), *_linear(f"{lyr}.mlp.fc2", i, h, count=n),
+        *_norm(f"{vm}.post_layernorm", h, "layer_norm"),
+        ParamTensor("multi_modal_projector", "mm_input_projection_weight",
+                    h * v.out_hidden_size, 1),
+        *_norm("multi_modal_projector.mm_soft_emb_norm", h, "rms_norm"),
+    ]
+    if v.use_head:  # attention-pooling head; gemma3 turns it off
+        out += [ParamTensor(f"{vm}.head", "probe", h, 1),
+                ParamTensor(f"{vm}.head.attention", "in_proj_weight", 3 * h * h, 1),
+                ParamTensor(f"{vm}.head.attention", "in_proj_bias", 3 * h, 1),
+                *_linear(f"{vm}.head.attention.out_proj", h, h),
+                *_norm(f"{vm}.head.layernorm", h, "layer_norm"),
+                *_linear(f"{vm}.head.mlp.fc1", h, i), *_linear(f"{vm}.head.mlp.fc2", i, h)]
+    return out
+
+
+VISION_TENSORS = {
+    "qwen2_5_vl": _qwen2_5_vl_tensors,
+    "intern_vit_6b": _intern_vit_tensors,
+    "siglip_vision_model": _siglip_tensors,
+}
+
+
+def vision_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
+    """Parameter tensors of the vision tower and its projector into the language model.
+
+    Qwen2.5-VL (p = patch, t = temporal patch, m = spatial merge, n = depth):
+      patch embed Conv3d 3·t·p²·h (no bias); per block RMSNorm x2 (h each), attn.qkv
+      (h→3h, bias), attn.proj (h→h, bias), SwiGLU gate/up (h→I, bias), down (I→h, bias);
+      merger ln_q RMSNorm(h), MLP (m²h→m²h, bias) → GELU → (m²h→out, bias).
+      Source: qwen2_5_vl/modeling_qwen2_5_vl.py.
+    InternViT (InternVL remote code modeling_intern_vit.py, modeling_internvl_chat.py):
+      class token h, positions (N+1)·h, patch Conv2d 3p²h + h; per layer ls1/ls2, qkv,
+      proj, 2 LayerNorms, fc1/fc2 with bias; projector mlp1 = LayerNorm(m²h) → Linear(m²h,
+      out) → GELU → Linear(out, out).
+    SigLIP as used by gemma3 (siglip/modeling_siglip.py, gemma3/modeling_gemma3.py):
+      patch Conv2d with bias, position table N·h, per layer q/k/v/out with bias, 2
+      LayerNorms, fc1/fc2; post_layernorm; projector weight h·out + RMSNorm(h).
+    Assumes: N = (image_size/patch)²; InternViT/SigLIP counts are derived from the module
+    code and not checked against a published per-tower number.
+    """
+    v = arch.vision
+    if v is None:
+        return ()
+    if v.model_type not in VISION_TENSORS:
+        raise InputError("model", f"vision tower {v.model_type!r} of {arch.name!r} is not "
+                         f"supported; supported: {', '.join(VISION_TENSORS)}")
+    return tuple(VISION_TENSORS[v.model_type](v))
+
+
+def num_vision_parameters(arch: ModelArch) -> int:
+    """Vision tower + projector (0 for text-only models). Formula: ``vision_tensors``."""
+    return _total(vision_tensors(arch))
+
+
+def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
+    """The whole model's parameter tensors; ``count`` already multiplied by layers.
+
+    Source/Assumes: ``decoder_layer_tensors``, ``vision_tensors``, the embedding terms.
+    """
+    h = arch.hidden_size
+    out: tuple[ParamTensor, ...] = (
+        ParamTensor("model.embed_tokens", "weight", num_embedding_parameters(arch), 1),)
+    for kind, n in layer_kinds(arch):
+        out += tuple(ParamTensor(f"model.layers.{kind}.{t.module}", t.name, t.numel, t.count * n)
+                     for t in decoder_layer_tensors(arch, kind))
+    out += (ParamTensor("model.norm", "weight", h, 1),)
+    if not arch.tie_word_embeddings:
+        out += (ParamTensor("lm_head", "weight", num_lm_head_parameters(arch), 1),)
+    return out + vision_tensors(arch)
+
+
+def num_parameters(arch: ModelArch) -> int:
+    """All parameters: language model + vision tower and projector.
+
+    Source/Assumes: ``num_language_model_parameters``, ``num_vision_parameters``.
+    """
+    return num_language_model_parameters(arch) + num_vision_parameters(arch)
+
+
+def num_parameters_per_expert(arch: ModelArch) -> int:
+    """One routed expert of one layer: 3·h·I_moe (+ biases for gpt-oss), 0 for dense models.
+
+    Source/Assumes: ``mlp_linear_shapes``.
+    """
+    if not arch.num_experts:
+        return 0
+    return sum(_linear_params(s) for s in mlp_linear_shapes(arch, "moe") if _is_expert(s))
+
+
+def num_active_parameters(arch: ModelArch) -> int:
+    """Parameters a token passes through: all, minus the routed experts not among its top-k.
+
+    = num_parameters - L_moe·(E - E_k)·expert. Embedding and lm_head count in full (Qwen's
+    convention for "activated" parameters; DeepSeek and OpenAI leave the embedding out).
+    Source: Qwen3 technical report (arXiv 2505.09388) table 2; DeepSeek-V3 report
+    (arXiv 2412.19437) section 2; gpt-oss model card (arXiv 2508.10925) table 1.
+    """
+    inactive = arch.num_experts - arch.num_experts_per_tok
+    return num_parameters(arch) - arch.num_moe_layers * inactive * num_parameters_per_expert(arch)
+
+
+def num_largest_module_parameters(arch: ModelArch) -> int:
+    """max over modules of ``sum(p.numel() for p in m.parameters(recurse=False))``.
+
+    DeepSpeed ZeRO-3 gathers at most this many params at once beyond the live set
+    (``largest_layer_memory = 4·P_max`` in estimate_zero3_model_states_mem_needs).
+    Usually the embedding or lm_head; gpt-oss's fused experts block is larger.
+    Source: deepspeed/runtime/zero/stage3.py (estimate_zero3_model_states_mem_needs_all_live).
+    Assumes: ModuleList experts (transformers 4.5x) except gpt-oss; with transformers 5's
+    fused experts use ``dataclasses.replace(arch, experts_fused=True)``.
+    """
+    per_module: dict[str, int] = defaultdict(int)
+    for t in model_tensors(arch):
+        per_module[t.module] += t.numel
+    return max(per_module.values())
+
+
+def num_small_parameters(arch: ModelArch, threshold: int) -> int:
+    """Parameters in tensors of at most ``threshold`` elements (norms, biases, ...).
+
+    ZeRO-3 keeps such tensors whole on every rank (``stage3_param_persistence_threshold``,
+    default 1e5; HF "auto" = 10·h). DeepSpeed's test is ``numel <= threshold``.
+    Source: deepspeed/runtime/zero/parameter_offload.py (_mark_persistent_parameters).
+    Assumes: the ``model_persistence_threshold`` cap (default unlimited) is not reached.
+    """
+    return sum(t.numel * t.count for t in model_tensors(arch) if t.numel <= threshold)

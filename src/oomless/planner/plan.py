@@ -1,0 +1,177 @@
+"""`make_plan`: the per-phase, per-device memory plan of a run and its verdict.
+
+A plan is a set of constraints, each with a requirement and what is available:
+every phase's peak on every kind of GPU against its capacity, the host's peak against its
+limit, and vLLM's own start-up checks (free memory ≥ utilization × total; KV cache holds at
+least one max-length sequence). It fits when every margin is ≥ 0; the binding constraint is
+the one with the smallest margin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..catalog.gpus import GpuSpec
+from ..catalog.models import ModelArch
+from ..memory import vllm as V
+from ..memory.components import Component, total_bytes
+from ..spec.run import RolloutEngine, RunSpec
+from . import gpu_phases as G
+from .host_phases import host_limit_bytes, host_phases
+from ..units import gib_to_bytes
+from .shape import RunShape, run_shape
+
+PHASE_ORDER = ("load", "rollout", "logprob", "train", "optimizer", "weight_sync")
+"""Phases of one step in time order (load happens once, before the first step)."""
+TRAIN_GPU = "train"
+ROLLOUT_GPU = "rollout"
+
+
+@dataclass(frozen=True)
+class PhaseMemory:
+    name: str
+    components: tuple[Component, ...]
+
+    @property
+    def peak_bytes(self) -> int:
+        return total_bytes(self.components)
+
+    def largest(self) -> Component | None:
+        return max(self.components, key=lambda c: c.num_bytes, default=None)
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    """GPUs of one role: `train` (trainer, and a colocated engine) or `rollout` (vLLM only)."""
+
+    role: str
+    num_gpus_per_node: int
+    capacity_bytes: int
+    phases: tuple[PhaseMemory, ...]
+
+    @property
+    def peak_bytes(self) -> int:
+        return max(p.peak_bytes for p in self.phases)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One thing that must hold; ``margin_bytes`` < 0 means it breaks."""
+
+    phase: str
+    device: str
+    """"gpu" or "host"."""
+    device_role: str
+    component: str
+    required_bytes: int
+    available_bytes: int
+    message: str
+
+    @property
+    def margin_bytes(self) -> int:
+        return self.available_bytes - self.required_bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.margin_bytes >= 0
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    capacity_bytes: int | None
+    limit_bytes: int | None
+    phases: tuple[PhaseMemory, ...]
+
+    @property
+    def peak_phase(self) -> PhaseMemory:
+        return max(self.phases, key=lambda p: p.peak_bytes)
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: RunSpec
+    arch: ModelArch
+    gpu: GpuSpec | None
+    shape: RunShape
+    devices: tuple[DeviceGroup, ...]
+    host: HostMemory
+    constraints: tuple[Constraint, ...]
+    engine: V.EngineBudget | None
+
+    @property
+    def fits(self) -> bool:
+        return all(c.ok for c in self.constraints)
+
+    @property
+    def binding(self) -> Constraint:
+        """When something breaks, the first broken constraint in time (the run crashes
+        there; within a phase, vLLM's start-up checks come before the phase peak), else the
+        one with the smallest margin."""
+        broken = self.violations
+        if broken:
+            order = {id(c): i for i, c in enumerate(self.constraints)}
+            return min(broken, key=lambda c: (PHASE_ORDER.index(c.phase), order[id(c)]))
+        return min(self.constraints, key=lambda c: c.margin_bytes)
+
+    @property
+    def violations(self) -> tuple[Constraint, ...]:
+        return tuple(c for c in self.constraints if not c.ok)
+
+
+def _phase_constraints(group: DeviceGroup) -> list[Constraint]:
+    out = []
+    for phase in group.phases:
+        top = phase.largest()
+        out.append(Constraint(
+            phase=phase.name, device="gpu", device_role=group.role,
+            component=top.name if top else "", required_bytes=phase.peak_bytes,
+            available_bytes=group.capacity_bytes,
+            message=f"{phase.name} peak on a {group.role} GPU",
+        ))
+    return out
+
+
+def _engine_constraints(spec: RunSpec, arch: ModelArch, shape: RunShape, t: G.TrainerState, budget: V.EngineBudget) -> list[Constraint]:
+    """vLLM start-up: free memory at engine start ≥ requested; KV ≥ one max_model_len sequence."""
+    ro = spec.rollout
+    if ro.engine == RolloutEngine.hf:
+        return []
+    role = TRAIN_GPU if ro.engine == RolloutEngine.vllm_colocate else ROLLOUT_GPU
+    resident = G.engine_start_resident_bytes(spec, shape, t) if role == TRAIN_GPU else G.C.CUDA_CONTEXT_BYTES
+    one_seq = V.kv_bytes_for_sequence(arch, ro.tensor_parallel_size, shape.vllm_max_model_len)
+    return [
+        Constraint(
+            phase="load", device="gpu", device_role=role, component="vllm.gpu_memory_utilization",
+            required_bytes=budget.requested_bytes, available_bytes=shape.capacity_bytes - resident,
+            message="vLLM start-up: free memory must cover gpu_memory_utilization × total",
+        ),
+        Constraint(
+            phase="load", device="gpu", device_role=role, component="vllm.kv_cache",
+            required_bytes=one_seq, available_bytes=budget.kv_cache_bytes,
+            message=f"vLLM KV cache must hold one max_model_len={shape.vllm_max_model_len} sequence",
+        ),
+    ]
+
+
+def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None) -> Plan:
+    """Pure: the same spec, architecture and GPU always give the same plan."""
+    shape = run_shape(spec, arch, gpu)
+    t, budget, phases = G.training_gpu_phases(spec, arch, shape)
+    devices = [DeviceGroup(TRAIN_GPU, shape.num_train_gpus_per_node, shape.capacity_bytes, tuple(PhaseMemory(n, c) for n, c in phases))]
+    if shape.num_rollout_gpus_per_node:
+        rollout = tuple(PhaseMemory(n, c) for n, c in G.rollout_gpu_phases(spec, budget))
+        devices.append(DeviceGroup(ROLLOUT_GPU, shape.num_rollout_gpus_per_node, shape.capacity_bytes, rollout))
+    host_ram = None if spec.hardware.host_ram_gib is None else gib_to_bytes(spec.hardware.host_ram_gib)
+    host = HostMemory(host_ram, host_limit_bytes(spec), tuple(PhaseMemory(n, c) for n, c in host_phases(spec, arch, shape, t, budget)))
+    constraints = _engine_constraints(spec, arch, shape, t, budget)
+    constraints += [c for g in devices for c in _phase_constraints(g)]
+    if host.limit_bytes is not None:
+        peak = host.peak_phase
+        top = peak.largest()
+        constraints.append(Constraint(
+            phase=peak.name, device="host", device_role="node", component=top.name if top else "",
+            required_bytes=peak.peak_bytes, available_bytes=host.limit_bytes,
+            message="host RAM per node" + (" against Ray's kill threshold" if spec.ray.enabled else ""),
+        ))
+    engine = budget if spec.rollout.engine != RolloutEngine.hf else None
+    return Plan(spec, arch, gpu, shape, tuple(devices), host, tuple(constraints), engine)

@@ -1,0 +1,114 @@
+"""A plan as a stable JSON-ready document (`oomless plan --json`).
+
+Stable keys: `fits`, `binding` {`phase`, `device`, `component`, ...}, `margin_bytes`,
+`gpu` {`capacity_bytes`, `peak_bytes`, `phases`: [{`name`, `peak_bytes`, `components`}],
+`devices`}, `host` {`capacity_bytes`, `limit_bytes`, `peak_bytes`, `components`, `phases`},
+`vllm`, `constraints`. All sizes are integer bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from ..memory import params as P
+from ..memory import states as S
+from ..memory import vllm as V
+from ..memory.components import Category
+from .plan import PHASE_ORDER, Constraint, Plan, PhaseMemory
+
+SCHEMA_VERSION = 1
+
+
+def _phase(phase: PhaseMemory, role: str | None = None) -> dict[str, Any]:
+    by_category: dict[str, int] = {c.value: 0 for c in Category}
+    for comp in phase.components:
+        by_category[comp.category.value] += comp.num_bytes
+    doc: dict[str, Any] = {"name": phase.name}
+    if role is not None:
+        doc["device_role"] = role
+    doc.update(
+        peak_bytes=phase.peak_bytes,
+        components={c.name: c.num_bytes for c in phase.components},
+        categories={k: v for k, v in by_category.items() if v},
+    )
+    return doc
+
+
+def _constraint(c: Constraint) -> dict[str, Any]:
+    return {
+        "phase": c.phase, "device": c.device, "device_role": c.device_role, "component": c.component,
+        "required_bytes": c.required_bytes, "available_bytes": c.available_bytes,
+        "margin_bytes": c.margin_bytes, "ok": c.ok, "message": c.message,
+    }
+
+
+def _worst_phases(plan: Plan) -> list[dict[str, Any]]:
+    """Per phase name, the device role where it peaks highest."""
+    out = []
+    for name in PHASE_ORDER:
+        candidates = [(p, g.role) for g in plan.devices for p in g.phases if p.name == name]
+        if candidates:
+            phase, role = max(candidates, key=lambda pr: pr[0].peak_bytes)
+            out.append(_phase(phase, role))
+    return out
+
+
+def _vllm(plan: Plan) -> dict[str, Any] | None:
+    b = plan.engine
+    if b is None:
+        return None
+    tp = plan.spec.rollout.tensor_parallel_size
+    per_token = V.kv_bytes_per_token(plan.arch, tp)
+    kv_tokens = max(b.kv_cache_bytes, 0) // per_token
+    return {
+        "requested_bytes": b.requested_bytes, "weight_bytes": b.weight_bytes,
+        "profile_activation_bytes": b.activation_bytes, "non_torch_bytes": b.non_torch_bytes,
+        "cuda_graph_bytes": b.cuda_graph_bytes, "kv_cache_bytes": b.kv_cache_bytes,
+        "kv_bytes_per_token": per_token, "kv_cache_tokens": kv_tokens,
+        "max_model_len": plan.shape.vllm_max_model_len,
+        "max_concurrency": round(kv_tokens / plan.shape.vllm_max_model_len, 2),
+        "max_num_batched_tokens": plan.shape.vllm_max_num_batched_tokens,
+        "max_num_seqs": plan.shape.vllm_max_num_seqs,
+    }
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    binding = plan.binding
+    host_peak = plan.host.peak_phase
+    gpu = plan.gpu
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "oomless_version": __version__,
+        "fits": plan.fits,
+        "binding": _constraint(binding),
+        "margin_bytes": binding.margin_bytes,
+        "violations": [_constraint(c) for c in plan.violations],
+        "model": {
+            "id": plan.arch.name,
+            "num_parameters": P.num_parameters(plan.arch),
+            "num_trainable_parameters": S.num_trainable_parameters(plan.arch, plan.spec.finetune),
+        },
+        "gpu": {
+            "name": gpu.id if gpu else None,
+            "capacity_bytes": plan.shape.capacity_bytes,
+            "capacity_source": "spec" if plan.spec.hardware.gpu_capacity_gib is not None or gpu is None else gpu.capacity_source,
+            "peak_bytes": max(g.peak_bytes for g in plan.devices),
+            "phases": _worst_phases(plan),
+            "devices": [
+                {"role": g.role, "num_gpus_per_node": g.num_gpus_per_node, "peak_bytes": g.peak_bytes,
+                 "phases": [_phase(p) for p in g.phases]}
+                for g in plan.devices
+            ],
+        },
+        "host": {
+            "capacity_bytes": plan.host.capacity_bytes,
+            "limit_bytes": plan.host.limit_bytes,
+            "peak_bytes": host_peak.peak_bytes,
+            "peak_phase": host_peak.name,
+            "components": {c.name: c.num_bytes for c in host_peak.components},
+            "phases": [_phase(p) for p in plan.host.phases],
+        },
+        "vllm": _vllm(plan),
+        "constraints": [_constraint(c) for c in plan.constraints],
+    }

@@ -1,0 +1,113 @@
+"""Read a run spec from YAML, validate it, and resolve its model and GPU from the catalogs.
+
+Every failure is an `InputError` whose text is one line naming the field, the value and
+what is allowed; nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..catalog.gpus import GpuSpec, load_gpu
+from ..catalog.models import ModelArch, load_model
+from ..errors import InputError
+from .run import RolloutEngine, RunSpec
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    spec: RunSpec
+    arch: ModelArch
+    gpu: GpuSpec | None
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("spec", f"no such file: {p}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError("spec", f"cannot read {p}: {err}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise InputError("spec", f"{p}: malformed YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise InputError("spec", f"{p}: expected a mapping of fields at the top level, got {type(data).__name__}")
+    return data
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model class that owns the field at ``loc`` (for listing allowed keys)."""
+    model: Any = RunSpec
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _one_line(err: ValidationError) -> InputError:
+    first = err.errors()[0]
+    loc = tuple(first.get("loc", ()))
+    field = ".".join(str(p) for p in loc) or "spec"
+    kind, value = first.get("type", ""), first.get("input")
+    if kind == "extra_forbidden":
+        owner = _model_at(loc)
+        allowed = ", ".join(owner.model_fields) if owner else "see `oomless schema`"
+        return InputError(field, f"unknown key; allowed here: {allowed}")
+    if kind == "missing":
+        return InputError(field, "required field is missing")
+    msg = first.get("msg", "invalid value").removeprefix("Value error, ")
+    ctx = first.get("ctx") or {}
+    if "expected" in ctx:
+        msg = f"allowed: {ctx['expected']}"
+    shown = "" if isinstance(value, dict) else f"{value!r} is not valid; "
+    return InputError(field, f"{shown}{msg}")
+
+
+def parse_spec(data: dict[str, Any]) -> RunSpec:
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as err:
+        raise _one_line(err) from None
+
+
+def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
+    """Rules that need the architecture: vLLM tensor parallelism must split the attention
+    heads evenly, and the KV heads either evenly or by replication (TP a multiple of them).
+    Source: vllm/config/parallel.py `verify_with_model_config`, QKVParallelLinear."""
+    if spec.rollout.engine == RolloutEngine.hf:
+        return
+    tp = spec.rollout.tensor_parallel_size
+    heads, kv = arch.num_attention_heads, arch.num_kv_heads
+    if heads % tp:
+        raise InputError("rollout.tensor_parallel_size", f"{tp} does not divide the {heads} attention heads of {arch.name}")
+    if kv % tp and tp % kv:
+        raise InputError(
+            "rollout.tensor_parallel_size",
+            f"{tp} neither divides nor is a multiple of the {kv} KV heads of {arch.name}",
+        )
+
+
+def resolve(spec: RunSpec) -> ResolvedRun:
+    arch = load_model(spec.model)
+    gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu is not None else None
+    check_against_arch(spec, arch)
+    return ResolvedRun(spec, arch, gpu)
+
+
+def load_run(path: str | Path) -> ResolvedRun:
+    """YAML file → validated spec with its model architecture and GPU."""
+    return resolve(parse_spec(read_yaml(path)))

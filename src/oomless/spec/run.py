@@ -1,0 +1,266 @@
+"""The run spec: what the user wants to run, as a validated, frozen pydantic model.
+
+A spec is read from YAML (`oomless.spec.load`). Every field has a description (shown by
+`oomless schema` and in the JSON schema) and a stated default. Field names follow the house
+style: counts are ``num_*``, sizes ``*_bytes``/``*_gib``, parallel sizes ``*_size``.
+Cross-field rules that need the model architecture (e.g. TP dividing the KV heads) are
+checked in `oomless.spec.load`, where the architecture is known.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+class FinetuneMethod(str, Enum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Precision(str, Enum):
+    bf16_mixed = "bf16_mixed"
+    """bf16 weights/grads for compute, fp32 master weights in the optimizer (DeepSpeed bf16,
+    FSDP MixedPrecision). The ZeRO paper's mixed-precision model states."""
+    bf16 = "bf16"
+    """Pure bf16: weights, grads and optimizer states all bf16, no master copy
+    (EasyR1 `adamw_bf16`, LLaMA-Factory `pure_bf16`)."""
+    fp16_mixed = "fp16_mixed"
+    """fp16 compute with fp32 master weights and a loss scaler (same bytes as bf16_mixed)."""
+
+
+class Optimizer(str, Enum):
+    adamw = "adamw"
+    adamw_8bit = "adamw_8bit"
+    adafactor = "adafactor"
+    sgd = "sgd"
+
+
+class Strategy(str, Enum):
+    ddp = "ddp"
+    zero1 = "zero1"
+    zero2 = "zero2"
+    zero3 = "zero3"
+    fsdp = "fsdp"
+    """FSDP full shard (FSDP1 FULL_SHARD or FSDP2 fully_shard): params, grads and optimizer
+    states sharded like ZeRO-3."""
+
+
+class LogitsMode(str, Enum):
+    full = "full"
+    """[tokens, vocab] logits materialised, upcast to fp32 for log-softmax (TRL default)."""
+    chunked = "chunked"
+    """bf16 logits materialised once, fp32 log-softmax over row chunks (verl
+    entropy_from_logits_with_chunking, TRL's per-row bf16 loop)."""
+    fused = "fused"
+    """Fused linear + log-prob kernel (Liger, verl use_fused_kernels): logits only per chunk."""
+
+
+class AttentionImpl(str, Enum):
+    sdpa = "sdpa"
+    flash_attention_2 = "flash_attention_2"
+    eager = "eager"
+
+
+class RolloutEngine(str, Enum):
+    hf = "hf"
+    """transformers `generate` inside the training processes (TRL/VLM-R1 use_vllm false)."""
+    vllm_colocate = "vllm_colocate"
+    """A vLLM engine inside or beside each training process, on the same GPUs."""
+    vllm_separate = "vllm_separate"
+    """vLLM on its own GPUs (TRL/ms-swift server mode, OpenRLHF without colocation)."""
+
+
+class Algorithm(str, Enum):
+    grpo = "grpo"
+
+
+class Hardware(_Frozen):
+    gpu: str | None = Field(
+        None, description="GPU type from the catalog (`oomless gpus`), e.g. A100-80GB, RTX-3090."
+    )
+    gpu_capacity_gib: Annotated[float, Field(gt=0)] | None = Field(
+        None,
+        description="Usable capacity per GPU as torch reports it (GiB). Overrides the catalog; "
+        "required when `gpu` is not given.",
+    )
+    gpus_per_node: Annotated[int, Field(ge=1)] = Field(
+        8, description="GPUs per node, training and rollout GPUs together. Default 8."
+    )
+    num_nodes: Annotated[int, Field(ge=1)] = Field(1, description="Number of nodes. Default 1.")
+    host_ram_gib: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="Host RAM per node (GiB). Without it host RAM is reported, not judged."
+    )
+
+    @model_validator(mode="after")
+    def _needs_capacity(self) -> Hardware:
+        if self.gpu is None and self.gpu_capacity_gib is None:
+            raise ValueError("give `gpu` (a catalog name) or `gpu_capacity_gib`")
+        return self
+
+
+class Finetune(_Frozen):
+    method: FinetuneMethod = Field(FinetuneMethod.full, description="full | lora | qlora (4-bit NF4 base). Default full.")
+    lora_rank: Annotated[int, Field(ge=1)] = Field(8, description="LoRA rank r. Default 8.")
+    lora_alpha: Annotated[float, Field(gt=0)] = Field(32, description="LoRA alpha (no memory effect). Default 32.")
+    lora_targets: list[str] | Literal["all-linear"] = Field(
+        "all-linear",
+        description="Linear modules carrying adapters: `all-linear` or names such as "
+        "[q_proj, v_proj]. Default all-linear.",
+    )
+
+
+class Distribution(_Frozen):
+    strategy: Strategy = Field(Strategy.zero3, description="ddp | zero1 | zero2 | zero3 | fsdp. Default zero3.")
+    offload_params: bool = Field(False, description="ZeRO-3/FSDP parameter offload to CPU during training. Default false.")
+    offload_optimizer: bool = Field(False, description="Optimizer states (and fp32 master) on CPU (ZeRO-Offload). Default false.")
+    reduce_bucket_size: Annotated[int, Field(ge=0)] = Field(
+        500_000_000, description="DeepSpeed reduce_bucket_size in elements. Default 5e8 (DeepSpeed)."
+    )
+    allgather_bucket_size: Annotated[int, Field(ge=0)] = Field(
+        500_000_000, description="DeepSpeed ZeRO-1/2 allgather_bucket_size in elements. Default 5e8."
+    )
+    overlap_comm: bool = Field(True, description="DeepSpeed overlap_comm (double-buffers the reduce bucket). Default true.")
+    stage3_prefetch_bucket_size: Annotated[int, Field(ge=0)] = Field(
+        50_000_000, description="ZeRO-3 prefetch bucket in elements. Default 5e7 (DeepSpeed)."
+    )
+    stage3_max_live_parameters: Annotated[int, Field(ge=0)] = Field(
+        1_000_000_000, description="ZeRO-3 cap on gathered parameters in elements. Default 1e9."
+    )
+    stage3_param_persistence_threshold: Annotated[int, Field(ge=0)] = Field(
+        100_000, description="ZeRO-3: tensors smaller than this stay unpartitioned. Default 1e5."
+    )
+
+    @model_validator(mode="after")
+    def _param_offload_needs_sharding(self) -> Distribution:
+        if self.offload_params and self.strategy not in (Strategy.zero3, Strategy.fsdp):
+            raise ValueError(
+                f"offload_params needs strategy zero3 or fsdp, not {self.strategy.value}"
+            )
+        if self.offload_optimizer and self.strategy == Strategy.ddp:
+            raise ValueError("offload_optimizer needs a ZeRO stage or fsdp, not ddp")
+        return self
+
+
+class Batch(_Frozen):
+    micro_batch_size: Annotated[int, Field(ge=1)] = Field(
+        1, description="Completions per GPU per forward/backward (per_device_train_batch_size). Default 1."
+    )
+    gradient_accumulation_steps: Annotated[int, Field(ge=1)] = Field(1, description="Default 1.")
+    num_generations: Annotated[int, Field(ge=1)] = Field(8, description="Completions per prompt (group size). Default 8 (TRL).")
+    steps_per_generation: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Optimizer micro-steps per rollout batch. Default: gradient_accumulation_steps (TRL)."
+    )
+    logprob_micro_batch_size: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Sequences per no-grad log-prob forward. Default: micro_batch_size (TRL)."
+    )
+
+
+class Lengths(_Frozen):
+    max_prompt_tokens: Annotated[int, Field(ge=1)] = Field(512, description="Longest prompt in tokens. Default 512 (TRL).")
+    max_completion_tokens: Annotated[int, Field(ge=1)] = Field(256, description="Longest completion. Default 256 (TRL 0.2x).")
+
+
+class Rollout(_Frozen):
+    engine: RolloutEngine = Field(RolloutEngine.vllm_colocate, description="hf | vllm_colocate | vllm_separate. Default vllm_colocate.")
+    num_gpus: Annotated[int, Field(ge=1)] = Field(
+        1, description="vllm_separate only: GPUs per node given to vLLM (the rest train). Default 1."
+    )
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.9, description="vLLM's per-instance fraction of total GPU memory, in (0, 1]. Default 0.9 (vLLM)."
+    )
+    tensor_parallel_size: Annotated[int, Field(ge=1)] = Field(1, description="vLLM tensor parallel size. Default 1.")
+    max_num_seqs: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="vLLM max_num_seqs. Default: vLLM's (256, or 1024 on >=70 GiB non-A100 GPUs)."
+    )
+    max_num_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="vLLM max_num_batched_tokens. Default: vLLM LLM-class (8192, or 16384 on >=70 GiB non-A100)."
+    )
+    max_model_len: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="vLLM max_model_len. Default: max_prompt_tokens + max_completion_tokens."
+    )
+    enforce_eager: bool = Field(False, description="No CUDA graphs. Default false.")
+    sleep_level: Literal[0, 1, 2] = Field(
+        0, description="vLLM sleep after rollout: 0 none, 1 weights to pinned host RAM + KV freed, 2 both freed. Default 0."
+    )
+    engine_in_trainer_process: bool = Field(
+        True,
+        description="vllm_colocate: the engine runs inside the training process and shares its CUDA "
+        "context (TRL, ms-swift, verl); false for separate worker processes (OpenRLHF, ORZ). Default true.",
+    )
+    offload_model: bool = Field(False, description="Move training (and reference) weights to CPU during rollout (ms-swift). Default false.")
+    offload_optimizer: bool = Field(False, description="Move optimizer states to CPU during rollout (ms-swift). Default false.")
+
+
+class Ray(_Frozen):
+    enabled: bool = Field(False, description="The run uses Ray (verl, EasyR1, OpenRLHF). Default false.")
+    memory_usage_threshold: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.95, description="Ray memory monitor kill threshold (RAY_memory_usage_threshold). Default 0.95."
+    )
+    object_store_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.3, description="Object store size as a fraction of node RAM (Ray default 0.3, capped at 200 GB)."
+    )
+
+
+class RunSpec(_Frozen):
+    """One RL fine-tuning run: model, hardware and every memory-relevant knob."""
+
+    model: str = Field(description="Catalog id (`oomless models`), a directory with config.json, or a config.json path.")
+    hardware: Hardware
+    algorithm: Algorithm = Field(Algorithm.grpo, description="grpo (PPO/DAPO come later). Default grpo.")
+    finetune: Finetune = Finetune()
+    precision: Precision = Field(Precision.bf16_mixed, description="bf16_mixed | bf16 | fp16_mixed. Default bf16_mixed.")
+    optimizer: Optimizer = Field(Optimizer.adamw, description="adamw | adamw_8bit | adafactor | sgd. Default adamw.")
+    distribution: Distribution = Distribution()
+    gradient_checkpointing: bool = Field(True, description="Recompute each decoder layer in backward. Default true (TRL).")
+    attention: AttentionImpl = Field(AttentionImpl.sdpa, description="sdpa | flash_attention_2 | eager. Default sdpa (transformers).")
+    batch: Batch = Batch()
+    lengths: Lengths = Lengths()
+    logits: LogitsMode = Field(LogitsMode.full, description="full | chunked | fused. Default full.")
+    logits_chunk_rows: Annotated[int, Field(ge=1)] = Field(
+        2048, description="Rows per chunk for `chunked` (verl's 2048)."
+    )
+    kl_beta: Annotated[float, Field(ge=0)] = Field(
+        0.04, description="KL coefficient; > 0 needs reference log-probs. Default 0.04 (ms-swift, TRL <= 0.18)."
+    )
+    rollout: Rollout = Rollout()
+    ray: Ray = Ray()
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> RunSpec:
+        hw, ro = self.hardware, self.rollout
+        if ro.engine == RolloutEngine.vllm_separate and ro.num_gpus >= hw.gpus_per_node:
+            raise ValueError(
+                f"rollout.num_gpus={ro.num_gpus} leaves no training GPU on a "
+                f"{hw.gpus_per_node}-GPU node; allowed 1..{hw.gpus_per_node - 1}"
+            )
+        if ro.engine == RolloutEngine.vllm_colocate and ro.tensor_parallel_size > hw.gpus_per_node:
+            raise ValueError(
+                f"rollout.tensor_parallel_size={ro.tensor_parallel_size} exceeds gpus_per_node={hw.gpus_per_node}"
+            )
+        if ro.engine == RolloutEngine.vllm_separate and ro.tensor_parallel_size > ro.num_gpus:
+            raise ValueError(
+                f"rollout.tensor_parallel_size={ro.tensor_parallel_size} exceeds rollout.num_gpus={ro.num_gpus}"
+            )
+        if ro.engine == RolloutEngine.hf and (ro.sleep_level or ro.offload_model or ro.offload_optimizer):
+            raise ValueError("rollout.sleep_level/offload_* apply to vllm_colocate, not engine hf")
+        return self
+
+    @property
+    def steps_per_generation(self) -> int:
+        return self.batch.steps_per_generation or self.batch.gradient_accumulation_steps
+
+    @property
+    def logprob_micro_batch_size(self) -> int:
+        return self.batch.logprob_micro_batch_size or self.batch.micro_batch_size
+
+    @property
+    def max_sequence_tokens(self) -> int:
+        return self.lengths.max_prompt_tokens + self.lengths.max_completion_tokens
