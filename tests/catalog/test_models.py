@@ -223,3 +223,29 @@ def test_llama_has_no_bias_and_mistral_no_window() -> None:
     llama = load_model("meta-llama/Llama-3.1-8B-Instruct")
     assert not (llama.qkv_bias or llama.o_bias or llama.mlp_bias)
     assert load_model("mistralai/Mistral-7B-Instruct-v0.3").sliding_window is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [("hidden_size", "8", "hidden_size='8'"), ("num_attention_heads", 0, "positive integer"),
+     ("intermediate_size", None, "no 'intermediate_size'"),
+     ("num_key_value_heads", "x", "malformed value")],
+)
+def test_malformed_dimension_is_input_error(key: str, value: object, expected: str) -> None:
+    config = {"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "intermediate_size": 16, "vocab_size": 32,
+              "max_position_embeddings": 64, key: value}
+    with pytest.raises(InputError) as err:
+        arch_from_config(config, "tiny")
+    assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_qwen2_sliding_window_needs_opt_in() -> None:
+    base = {"model_type": "qwen2", "hidden_size": 8, "num_hidden_layers": 4,
+            "num_attention_heads": 2, "intermediate_size": 16, "vocab_size": 32,
+            "max_position_embeddings": 64, "sliding_window": 16, "max_window_layers": 1}
+    assert arch_from_config(base, "q").sliding_window is None  # key absent = default False
+    on = arch_from_config({**base, "use_sliding_window": True}, "q")
+    assert (on.sliding_window, on.num_sliding_window_layers) == (16, 3)
+    mistral = arch_from_config({**base, "model_type": "mistral"}, "m")
+    assert (mistral.sliding_window, mistral.num_sliding_window_layers) == (16, 4)

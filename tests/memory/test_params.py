@@ -264,7 +264,7 @@ def test_total_grows_with_layers_and_vocab(layers: int, heads: int, kv_div: int,
                                            inter: int, vocab: int, tied: bool) -> None:
     kv = max(1, heads // kv_div)
     config = {"model_type": "llama", "hidden_size": heads * head_dim, "intermediate_size": inter,
-              "num_hidden_layers": layers, "num_attention_heads": heads * kv // kv,
+              "num_hidden_layers": layers, "num_attention_heads": heads,
               "num_key_value_heads": kv, "vocab_size": vocab, "tie_word_embeddings": tied,
               "max_position_embeddings": 16}
     base = arch_from_config(config, "p")

@@ -68,6 +68,9 @@ Source: transformers/models/gemma3/configuration_gemma3.py (Gemma3TextConfig.__i
 
 SIGLIP_NORM = "layer_norm"
 """SigLIP uses affine LayerNorm (transformers/models/siglip/modeling_siglip.py)."""
+OPT_IN_SLIDING_FAMILIES = QKV_BIAS_FAMILIES | {"qwen3", "qwen3_moe"}
+"""``sliding_window`` applies only with ``use_sliding_window: true`` (default False), to
+layers from ``max_window_layers`` on. Source: qwen2/configuration_qwen2.py, qwen3 likewise."""
 GEMMA2_SLIDING_PERIOD = 2
 """Gemma2 alternates local/global attention: even layers slide (``not layer_idx % 2``)."""
 
@@ -152,10 +155,14 @@ class ModelArch:
         return self.kv_lora_rank > 0
 
 
-def _require(config: dict[str, Any], key: str, name: str) -> Any:
+def _require(config: dict[str, Any], key: str, name: str) -> int:
+    """A required positive integer dimension."""
     value = config.get(key)
     if value is None:
         raise InputError(FIELD, f"config of {name!r} has no {key!r}, needed to size the model")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(FIELD, f"config of {name!r} has {key}={value!r}; expected a positive "
+                         "integer")
     return value
 
 
@@ -199,13 +206,13 @@ def _sliding(text: dict[str, Any], num_layers: int) -> tuple[int | None, int]:
     Source: qwen2 (use_sliding_window, layers >= max_window_layers), mistral (all layers),
     gemma2 (even layers), gemma3 (all but every ``sliding_window_pattern``-th), gpt_oss and
     newer configs (``layer_types``)."""
-    window = text.get("sliding_window")
-    if window is None or text.get("use_sliding_window") is False:
+    window, family = text.get("sliding_window"), text["model_type"]
+    opt_in = family in OPT_IN_SLIDING_FAMILIES
+    if window is None or text.get("use_sliding_window", not opt_in) is False:
         return None, 0
-    family = text["model_type"]
     if isinstance(text.get("layer_types"), list):
         count = sum(1 for t in text["layer_types"] if t == "sliding_attention")
-    elif family in QKV_BIAS_FAMILIES:
+    elif opt_in:
         count = max(0, num_layers - _int(text, "max_window_layers", 0))
     elif family == "gemma2":
         count = sum(1 for i in range(num_layers) if i % GEMMA2_SLIDING_PERIOD == 0)
@@ -261,20 +268,29 @@ def _vision_from_config(config: dict[str, Any], out_hidden_size: int) -> VisionA
 def arch_from_config(config: dict[str, Any], name: str, source: str = "") -> ModelArch:
     """Parse an HF ``config.json`` dict (pure).
 
-    Raises ``InputError("model", ...)`` naming the first missing required key.
+    Raises ``InputError("model", ...)`` naming the first missing or malformed key.
     Assumes: head_dim = ``head_dim`` if present, else q/k head width for MLA
     (qk_nope + qk_rope), else hidden / heads.
     """
     if not isinstance(config, dict):
         raise InputError(FIELD, f"config of {name!r} is not a JSON object")
+    try:
+        return _arch_from_config(config, name, source)
+    except InputError:
+        raise
+    except (TypeError, ValueError, ZeroDivisionError) as err:
+        raise InputError(FIELD, f"config of {name!r} has a malformed value ({err})") from err
+
+
+def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelArch:
     text = _text_config(config)
     family = text["model_type"]
-    hidden = int(_require(text, "hidden_size", name))
-    num_layers = int(_require(text, "num_hidden_layers", name))
-    heads = int(_require(text, "num_attention_heads", name))
-    vocab = int(_require(text, "vocab_size", name))
-    intermediate = int(_require(text, "intermediate_size", name))
-    max_pos = int(_require(text, "max_position_embeddings", name))
+    hidden = _require(text, "hidden_size", name)
+    num_layers = _require(text, "num_hidden_layers", name)
+    heads = _require(text, "num_attention_heads", name)
+    vocab = _require(text, "vocab_size", name)
+    intermediate = _require(text, "intermediate_size", name)
+    max_pos = _require(text, "max_position_embeddings", name)
     num_experts = next(
         (_int(text, k) for k in ("num_experts", "n_routed_experts", "num_local_experts")
          if text.get(k)),

@@ -49,12 +49,24 @@ class TrainerState:
         self.grads = S.sharded_bytes(S.policy_grad_bytes(arch, ft, spec.precision), sharding.grads, n)
         opt_full = S.policy_optimizer_bytes(arch, ft, spec.optimizer, spec.precision)
         self.optimizer = 0 if dist.offload_optimizer else S.sharded_bytes(opt_full, sharding.optimizer, n)
-        fp32_grads = S.fp32_grad_partition_bytes(arch, ft, spec.precision)
-        self.fp32_grads = 0 if dist.offload_optimizer or dist.strategy == Strategy.ddp else S.sharded_bytes(fp32_grads, True, n)
+        self.fp32_grads = self._fp32_grads(spec, arch, n)
         self.num_trainable = S.num_trainable_parameters(arch, ft)
         self.persistent = self._persistent_params(spec, arch, n)
         self.gathered = self._gathered_params(spec, arch)
         self.reduce_bucket, self.allgather_bucket = self._buckets(spec)
+
+    def _fp32_grads(self, spec: RunSpec, arch: ModelArch, n: int) -> int:
+        """fp32 gradient partition of the optimizer step (see states.fp32_grad_partition_bytes).
+        ZeRO-3 builds it one sub-group (sub_group_size elements) at a time. Source: DeepSpeed
+        stage3.py `_prepare_fp32_grad_for_sub_group`. None on the GPU with optimizer offload
+        (CPU Adam steps on host copies) or under DDP (no ZeRO optimizer)."""
+        dist = spec.distribution
+        if dist.offload_optimizer or dist.strategy == Strategy.ddp:
+            return 0
+        partition = S.sharded_bytes(S.fp32_grad_partition_bytes(arch, spec.finetune, spec.precision), True, n)
+        if dist.strategy == Strategy.zero3:
+            return min(partition, dist.sub_group_size * C.FP32_BYTES)
+        return partition
 
     def _persistent_params(self, spec: RunSpec, arch: ModelArch, n: int) -> int:
         """ZeRO-3 keeps tensors below stage3_param_persistence_threshold whole on every rank:

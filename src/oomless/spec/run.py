@@ -134,6 +134,9 @@ class Distribution(_Frozen):
     stage3_max_live_parameters: Annotated[int, Field(ge=0)] = Field(
         1_000_000_000, description="ZeRO-3 cap on gathered parameters in elements. Default 1e9."
     )
+    sub_group_size: Annotated[int, Field(ge=1)] = Field(
+        1_000_000_000, description="ZeRO-3 optimizer-step tile in elements (fp32 grads exist per tile). Default 1e9."
+    )
     stage3_param_persistence_threshold: Annotated[int, Field(ge=0)] = Field(
         100_000, description="ZeRO-3: tensors smaller than this stay unpartitioned. Default 1e5."
     )
