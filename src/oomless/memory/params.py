@@ -3,7 +3,9 @@
 Everything is counted from one inventory of parameter tensors (``model_tensors``), so the
 total, the ZeRO-3 largest-module term and the small-tensor (persistence) term agree with each
 other. Module and tensor names follow the HF transformers modules so that LoRA targets
-(``q_proj``) and Adafactor's factored states (rows + cols per matrix) can be looked up.
+(``q_proj``) and Adafactor's factored states (rows + cols per matrix) can be looked up. The
+inventory's types live in ``tensors``, the vision tower's tensors in ``vision_params``; both
+are re-exported here.
 
 Symbols: h = hidden_size, I = intermediate_size, V = vocab_size, L = num_layers,
 a = attention heads, k = kv heads, d = head_dim, E = routed experts, E_k = experts per token.
@@ -11,64 +13,30 @@ a = attention heads, k = kv heads, d = head_dim, E = routed experts, E_k = exper
 Known limitations: buffers are not parameters and are not counted (rotary ``inv_freq``,
 DeepSeek-V3's ``e_score_correction_bias`` which transformers registers as a buffer); the
 DeepSeek-V3 multi-token-prediction module (``num_nextn_predict_layers``) is not loaded by
-transformers and is not counted; the InternViT tower is counted from its module code and
-checked only against its nominal "300M" (the SigLIP tower is pinned by gemma-3-4b's exact
-public total).
+transformers and is not counted; for the vision towers see ``vision_params``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Literal
 
-from ..catalog.models import ModelArch, VisionArch
-from ..errors import InputError
+from ..catalog.models import ModelArch
+from .tensors import (LinearShape, ParamTensor, is_expert, linear_tensors,
+                      num_tensor_parameters)
+from .vision_params import CLASS_TOKENS as CLASS_TOKENS  # re-exported for callers
+from .vision_params import VISION_TENSORS as VISION_TENSORS  # re-exported for callers
+from .vision_params import num_vision_parameters, vision_tensors
 
 LayerKind = Literal["dense", "moe"]
 
 ROUTER_NAME = {False: "gate", True: "router"}
 """The MoE router module: ``mlp.gate`` (Qwen-MoE, DeepSeek, Mixtral); gpt-oss, the only
 family with a biased router, calls it ``mlp.router``."""
-CLASS_TOKENS = 1
-"""InternViT prepends one class token; its position table has num_patches + 1 rows."""
-
-
-@dataclass(frozen=True)
-class LinearShape:
-    """One linear map of a decoder layer, named as its HF module under ``self_attn``/``mlp``.
-
-    ``num_per_layer`` is the number of such maps per layer (E for routed experts). The
-    weight has in_features x out_features elements, the bias out_features.
-    """
-
-    name: str
-    in_features: int
-    out_features: int
-    bias: bool
-    num_per_layer: int = 1
-
-
-@dataclass(frozen=True)
-class ParamTensor:
-    """``count`` parameter tensors of ``numel`` elements each, owned by ``module``.
-
-    ``module`` is a pattern: ``model.layers.<kind>.`` stands for every layer of that kind and
-    ``*`` for every expert/block index. Each module instance owns one of each of its tensors.
-    """
-
-    module: str
-    name: str
-    numel: int
-    count: int
 
 
 def _linear_params(shape: LinearShape) -> int:
     return shape.in_features * shape.out_features + (shape.out_features if shape.bias else 0)
-
-
-def _is_expert(shape: LinearShape) -> bool:
-    return shape.name.startswith("experts.")
 
 
 # --- decoder layer --------------------------------------------------------------------------
@@ -171,19 +139,6 @@ def decoder_linear_shapes(
     return attention_linear_shapes(arch) + mlp_linear_shapes(arch, kind)
 
 
-def _linear_tensors(prefix: str, shape: LinearShape, fused: bool) -> tuple[ParamTensor, ...]:
-    weight = shape.in_features * shape.out_features
-    if fused and _is_expert(shape):
-        parent, leaf = shape.name.rsplit(".", 1)
-        module, n = f"{prefix}{parent}", shape.num_per_layer
-        out = (ParamTensor(module, leaf, n * weight, 1),)
-        return out + ((ParamTensor(module, f"{leaf}_bias", n * shape.out_features, 1),)
-                      if shape.bias else ())
-    name = shape.name.replace("experts.", "experts.*.") if _is_expert(shape) else shape.name
-    module = f"{prefix}{name}"
-    out = (ParamTensor(module, "weight", weight, shape.num_per_layer),)
-    return out + ((ParamTensor(module, "bias", shape.out_features, shape.num_per_layer),)
-                  if shape.bias else ())
 
 
 def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[ParamTensor, ...]:
@@ -196,9 +151,9 @@ def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[Param
     """
     out: tuple[ParamTensor, ...] = ()
     for shape in attention_linear_shapes(arch):
-        out += _linear_tensors("self_attn.", shape, arch.experts_fused)
+        out += linear_tensors("self_attn.", shape, arch.experts_fused)
     for shape in mlp_linear_shapes(arch, layer_kind):
-        out += _linear_tensors("mlp.", shape, arch.experts_fused)
+        out += linear_tensors("mlp.", shape, arch.experts_fused)
     h = arch.hidden_size
     norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
     if arch.sandwich_norm:
@@ -216,7 +171,7 @@ def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[Param
     return out
 
 
-def _total(tensors: tuple[ParamTensor, ...]) -> int:
+def num_tensor_parameters(tensors: tuple[ParamTensor, ...]) -> int:
     return sum(t.numel * t.count for t in tensors)
 
 
@@ -225,7 +180,7 @@ def num_parameters_per_decoder_layer(arch: ModelArch, layer_kind: LayerKind) -> 
 
     Source/Assumes: ``decoder_layer_tensors``.
     """
-    return _total(decoder_layer_tensors(arch, layer_kind))
+    return num_tensor_parameters(decoder_layer_tensors(arch, layer_kind))
 
 
 def num_decoder_layer_parameters(arch: ModelArch) -> int:
@@ -272,123 +227,7 @@ def num_language_model_parameters(arch: ModelArch) -> int:
             + num_final_norm_parameters(arch) + num_lm_head_parameters(arch))
 
 
-def _norm(module: str, width: int, norm_type: str, count: int = 1) -> list[ParamTensor]:
-    """RMSNorm: weight; affine LayerNorm: weight + bias."""
-    names = ("weight", "bias") if norm_type == "layer_norm" else ("weight",)
-    return [ParamTensor(module, name, width, count) for name in names]
 
-
-def _linear(module: str, fan_in: int, fan_out: int, bias: bool = True, count: int = 1
-            ) -> list[ParamTensor]:
-    """nn.Linear, or a Conv with the same weight/bias sizes (fan_in = C·kernel volume)."""
-    return list(_linear_tensors("", LinearShape(module, fan_in, fan_out, bias, count), False))
-
-
-def _qwen2_5_vl_tensors(v: VisionArch) -> list[ParamTensor]:
-    h, i, n, m2 = v.hidden_size, v.intermediate_size, v.depth, v.spatial_merge_size ** 2
-    blk = "visual.blocks.*"
-    patch = v.in_chans * v.temporal_patch_size * v.patch_size ** 2
-    return [
-        *_linear("visual.patch_embed.proj", patch, h, bias=False),  # Conv3d
-        *_norm(f"{blk}.norm1", h, "rms_norm", n), *_norm(f"{blk}.norm2", h, "rms_norm", n),
-        *_linear(f"{blk}.attn.qkv", h, 3 * h, count=n),
-        *_linear(f"{blk}.attn.proj", h, h, count=n),
-        *_linear(f"{blk}.mlp.gate_proj", h, i, count=n),
-        *_linear(f"{blk}.mlp.up_proj", h, i, count=n),
-        *_linear(f"{blk}.mlp.down_proj", i, h, count=n),
-        *_norm("visual.merger.ln_q", h, "rms_norm"),
-        *_linear("visual.merger.mlp.0", m2 * h, m2 * h),
-        *_linear("visual.merger.mlp.2", m2 * h, v.out_hidden_size),
-    ]
-
-
-def _intern_vit_tensors(v: VisionArch) -> list[ParamTensor]:
-    h, i, n, m2 = v.hidden_size, v.intermediate_size, v.depth, v.spatial_merge_size ** 2
-    emb, lyr = "vision_model.embeddings", "vision_model.encoder.layers.*"
-    positions = (v.image_size // v.patch_size) ** 2 + CLASS_TOKENS
-    out = [
-        ParamTensor(emb, "class_embedding", h, 1),
-        ParamTensor(emb, "position_embedding", positions * h, 1),
-        *_linear(f"{emb}.patch_embedding", v.in_chans * v.patch_size ** 2, h),  # Conv2d
-        ParamTensor(lyr, "ls1", h, n), ParamTensor(lyr, "ls2", h, n),
-        *_linear(f"{lyr}.attn.qkv", h, 3 * h, v.qkv_bias, n),
-        *_linear(f"{lyr}.attn.proj", h, h, count=n),
-        *_norm(f"{lyr}.norm1", h, v.norm_type, n), *_norm(f"{lyr}.norm2", h, v.norm_type, n),
-        *_linear(f"{lyr}.mlp.fc1", h, i, count=n), *_linear(f"{lyr}.mlp.fc2", i, h, count=n),
-        *_norm("mlp1.0", m2 * h, "layer_norm"),
-        *_linear("mlp1.1", m2 * h, v.out_hidden_size),
-        *_linear("mlp1.3", v.out_hidden_size, v.out_hidden_size),
-    ]
-    if v.qk_normalization:
-        out += [*_norm(f"{lyr}.attn.q_norm", h, "rms_norm", n),
-                *_norm(f"{lyr}.attn.k_norm", h, "rms_norm", n)]
-    return out
-
-
-def _siglip_tensors(v: VisionArch) -> list[ParamTensor]:
-    h, i, n = v.hidden_size, v.intermediate_size, v.depth
-    vm, lyr = "vision_tower.vision_model", "vision_tower.vision_model.encoder.layers.*"
-    out = [
-        *_linear(f"{vm}.embeddings.patch_embedding", v.in_chans * v.patch_size ** 2, h),
-        ParamTensor(f"{vm}.embeddings.position_embedding", "weight",
-                    (v.image_size // v.patch_size) ** 2 * h, 1),
-        *(t for proj in ("q_proj", "k_proj", "v_proj", "out_proj")
-          for t in _linear(f"{lyr}.self_attn.{proj}", h, h, count=n)),
-        *_norm(f"{lyr}.layer_norm1", h, "layer_norm", n),
-        *_norm(f"{lyr}.layer_norm2", h, "layer_norm", n),
-        *_linear(f"{lyr}.mlp.fc1", h, i, count=n), *_linear(f"{lyr}.mlp.fc2", i, h, count=n),
-        *_norm(f"{vm}.post_layernorm", h, "layer_norm"),
-        ParamTensor("multi_modal_projector", "mm_input_projection_weight",
-                    h * v.out_hidden_size, 1),
-        *_norm("multi_modal_projector.mm_soft_emb_norm", h, "rms_norm"),
-    ]
-    if v.use_head:  # attention-pooling head; gemma3 turns it off
-        out += [ParamTensor(f"{vm}.head", "probe", h, 1),
-                ParamTensor(f"{vm}.head.attention", "in_proj_weight", 3 * h * h, 1),
-                ParamTensor(f"{vm}.head.attention", "in_proj_bias", 3 * h, 1),
-                *_linear(f"{vm}.head.attention.out_proj", h, h),
-                *_norm(f"{vm}.head.layernorm", h, "layer_norm"),
-                *_linear(f"{vm}.head.mlp.fc1", h, i), *_linear(f"{vm}.head.mlp.fc2", i, h)]
-    return out
-
-
-VISION_TENSORS = {
-    "qwen2_5_vl": _qwen2_5_vl_tensors,
-    "intern_vit_6b": _intern_vit_tensors,
-    "siglip_vision_model": _siglip_tensors,
-}
-
-
-def vision_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
-    """Parameter tensors of the vision tower and its projector into the language model.
-
-    Qwen2.5-VL (p = patch, t = temporal patch, m = spatial merge, n = depth):
-      patch embed Conv3d 3·t·p²·h (no bias); per block RMSNorm x2 (h each), attn.qkv
-      (h→3h, bias), attn.proj (h→h, bias), SwiGLU gate/up (h→I, bias), down (I→h, bias);
-      merger ln_q RMSNorm(h), MLP (m²h→m²h, bias) → GELU → (m²h→out, bias).
-      Source: qwen2_5_vl/modeling_qwen2_5_vl.py.
-    InternViT (InternVL remote code modeling_intern_vit.py, modeling_internvl_chat.py):
-      class token h, positions (N+1)·h, patch Conv2d 3p²h + h; per layer ls1/ls2, qkv,
-      proj, 2 LayerNorms, fc1/fc2 with bias; projector mlp1 = LayerNorm(m²h) → Linear(m²h,
-      out) → GELU → Linear(out, out).
-    SigLIP as used by gemma3 (siglip/modeling_siglip.py, gemma3/modeling_gemma3.py):
-      patch Conv2d with bias, position table N·h, per layer q/k/v/out with bias, 2
-      LayerNorms, fc1/fc2; post_layernorm; projector weight h·out + RMSNorm(h).
-    Assumes: N = (image_size/patch)²; InternViT/SigLIP counts are derived from the module
-    code and not checked against a published per-tower number.
-    """
-    v = arch.vision
-    if v is None:
-        return ()
-    if v.model_type not in VISION_TENSORS:
-        raise InputError("model", f"vision tower {v.model_type!r} of {arch.name!r} is not "
-                         f"supported; supported: {', '.join(VISION_TENSORS)}")
-    return tuple(VISION_TENSORS[v.model_type](v))
-
-
-def num_vision_parameters(arch: ModelArch) -> int:
-    """Vision tower + projector (0 for text-only models). Formula: ``vision_tensors``."""
-    return _total(vision_tensors(arch))
 
 
 def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
@@ -423,7 +262,7 @@ def num_parameters_per_expert(arch: ModelArch) -> int:
     """
     if not arch.num_experts:
         return 0
-    return sum(_linear_params(s) for s in mlp_linear_shapes(arch, "moe") if _is_expert(s))
+    return sum(_linear_params(s) for s in mlp_linear_shapes(arch, "moe") if is_expert(s))
 
 
 def num_active_parameters(arch: ModelArch) -> int:

@@ -1,0 +1,121 @@
+"""Seed case S1 and phase-level behaviour of the planner."""
+
+from __future__ import annotations
+
+import pytest
+
+from oomless.memory import constants as C
+from oomless.planner.plan import make_plan
+from oomless.spec.load import load_run
+from oomless.units import GiB
+from tests.helpers import BASE_SPEC, EXAMPLES, component, merged, phase_peak, plan_of
+
+SEEDS = EXAMPLES / "seeds"
+
+
+def plan_file(name: str):
+    run = load_run(SEEDS / name)
+    return make_plan(run.spec, run.arch, run.gpu)
+
+
+def test_s1_before_colocated_breaks_at_load_on_the_training_gpu() -> None:
+    plan = plan_file("s1-before.yaml")
+    assert not plan.fits
+    b = plan.binding
+    assert (b.phase, b.device, b.device_role) == ("load", "gpu", "train")
+    # The base model (LoRA: frozen bf16 weights, unsharded under ZeRO-2) plus vLLM's own
+    # 0.8 × 23.7 GiB budget cannot share a 24 GB card: short by more than 5 GiB.
+    assert b.margin_bytes < -5 * GiB
+    assert component(plan, "load", "policy.weights") > 14 * GiB
+    assert component(plan, "load", "vllm.weights") > 14 * GiB
+
+
+def test_s1_before_separate_layout_would_have_fitted() -> None:
+    # The other layout the report allows is consistent with "trains", not with the OOM.
+    assert plan_file("s1-before-separate.yaml").fits
+
+
+def test_s1_after_fits_on_separate_gpus() -> None:
+    plan = plan_file("s1-after.yaml")
+    assert plan.fits
+    assert {g.role for g in plan.devices} == {"train", "rollout"}
+
+
+def test_s1_after_colocated_fails_vllm_startup_first() -> None:
+    plan = plan_file("s1-after-colocate.yaml")
+    assert not plan.fits
+    assert plan.binding.component == "vllm.gpu_memory_utilization"
+
+
+def test_vllm_startup_sees_zero3_shards_but_not_zero2_weights() -> None:
+    # Engine starts after from_pretrained (ZeRO-3 shards already on GPU) and before
+    # deepspeed.initialize (ZeRO-2 weights still on CPU).
+    z3 = plan_of(BASE_SPEC)
+    z2 = plan_of(merged(BASE_SPEC, **{"distribution.strategy": "zero2"}))
+    start = {p.device_role: p for p in z3.constraints if p.component == "vllm.gpu_memory_utilization"}
+    start2 = {p.device_role: p for p in z2.constraints if p.component == "vllm.gpu_memory_utilization"}
+    shard = component(z3, "load", "policy.weights") + component(z3, "load", "reference.weights")
+    assert start["train"].available_bytes + shard == start2["train"].available_bytes
+
+
+def test_sleep_level_frees_engine_in_training() -> None:
+    awake = plan_of(merged(BASE_SPEC, **{"rollout.sleep_level": 0}))
+    asleep = plan_of(BASE_SPEC)
+    assert component(awake, "train", "vllm.kv_cache") > 0
+    assert component(asleep, "train", "vllm.kv_cache") == 0
+    assert component(asleep, "train", "vllm.cuda_graphs") == C.VLLM_CUDA_GRAPH_BYTES
+
+
+def test_level_one_sleep_pins_weights_on_host_per_worker() -> None:
+    plan = plan_of(BASE_SPEC)
+    host = {c.name: c.num_bytes for p in plan.host.phases if p.name == "train" for c in p.components}
+    assert host["vllm.sleep_weights_pinned"] == plan.engine.weight_bytes * 4
+    level2 = plan_of(merged(BASE_SPEC, **{"rollout.sleep_level": 2}))
+    assert all(c.name != "vllm.sleep_weights_pinned" for p in level2.host.phases for c in p.components)
+
+
+def test_ray_threshold_is_the_host_limit() -> None:
+    plan = plan_of(merged(BASE_SPEC, **{"ray.enabled": True}))
+    assert plan.host.limit_bytes == int(512 * GiB * 0.95)
+    host = [c for c in plan.constraints if c.device == "host"]
+    assert len(host) == 1 and "Ray" in host[0].message
+
+
+def test_host_offload_can_be_the_binding_constraint() -> None:
+    data = merged(BASE_SPEC, model="Qwen/Qwen2.5-7B-Instruct", **{
+        "hardware.gpus_per_node": 8, "hardware.host_ram_gib": 64, "ray.enabled": True,
+        "distribution.offload_optimizer": True, "distribution.offload_params": True})
+    plan = plan_of(data)
+    assert not plan.fits
+    assert plan.binding.device == "host"
+
+
+def test_hf_generate_gathers_zero3_weights_and_keeps_kv() -> None:
+    plan = plan_of(merged(BASE_SPEC, **{"rollout.engine": "hf", "rollout.sleep_level": 0}))
+    assert component(plan, "rollout", "generate.gathered_weights") > 0
+    # 2 × 4 sequences of 1024 tokens × KV bytes/token (28 layers, 2 KV heads of 128, bf16).
+    assert component(plan, "rollout", "generate.kv_cache") == 8 * 1024 * (2 * 28 * 2 * 128 * 2)
+    assert all(p.name != "weight_sync" for p in plan.devices[0].phases)
+
+
+def test_no_logprob_phase_without_kl_or_rollout_reuse() -> None:
+    plan = plan_of(merged(BASE_SPEC, kl_beta=0.0))
+    assert "logprob" not in [p.name for p in plan.devices[0].phases]
+    reuse = plan_of(merged(BASE_SPEC, kl_beta=0.0, **{"batch.steps_per_generation": 8}))
+    assert "logprob" in [p.name for p in reuse.devices[0].phases]
+
+
+def test_kv_too_small_for_max_model_len_breaks() -> None:
+    plan = plan_of(merged(BASE_SPEC, **{"rollout.gpu_memory_utilization": 0.05, "rollout.max_model_len": 131072}))
+    kv = next(c for c in plan.constraints if c.component == "vllm.kv_cache")
+    assert not kv.ok
+
+
+@pytest.mark.parametrize("logits", ["chunked", "fused"])
+def test_logits_modes_lower_train_peak(logits: str) -> None:
+    # 8 × 1024 = 8192 completion rows, more than a 2048-row chunk (with fewer rows than one
+    # chunk, chunking cannot help: the model says so too).
+    data = merged(BASE_SPEC, **{"batch.micro_batch_size": 8, "lengths.max_completion_tokens": 1024})
+    full = plan_of(data)
+    other = plan_of(merged(data, logits=logits))
+    assert phase_peak(other, "train") < phase_peak(full, "train")
