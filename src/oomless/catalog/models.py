@@ -1,9 +1,10 @@
 """Model architectures: the dimensions of an HF ``config.json`` that memory depends on.
 
-``arch_from_config`` turns a config dict into a frozen ``ModelArch``; ``load_model`` finds
-the dict (shipped catalog, local directory or JSON file). Nothing here imports torch or
-transformers: the rules that transformers hard-codes per family (Qwen2's q/k/v bias, Qwen3's
-q/k norms, Gemma's tied embeddings) are written out below, each with the file it comes from.
+``arch_from_config`` turns a config dict into a frozen ``ModelArch`` (its vision tower is
+read by ``vision``); ``load_model`` finds the dict (shipped catalog, local directory or JSON
+file). Nothing here imports torch or transformers: the rules that transformers hard-codes per
+family (Qwen2's q/k/v bias, Qwen3's q/k norms, Gemma's tied embeddings) are written out below,
+each with the file it comes from.
 
 Known limitations: families are recognised by ``model_type``; an unknown family is read as
 a Llama-style decoder (``attention_bias``/``mlp_bias`` keys honoured, no q/k norm).
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, unknown_name_error
+from .hf_config import FIELD, config_int
+from .vision import VisionArch, vision_from_config  # VisionArch is re-exported
 
-FIELD = "model"
 CONFIG_FILE_NAME = "config.json"
 CATALOG_ID_SEPARATOR = "/"
 CATALOG_STEM_SEPARATOR = "--"
@@ -66,43 +68,11 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 """Config-class defaults for families whose hub files leave required keys out.
 Source: transformers/models/gemma3/configuration_gemma3.py (Gemma3TextConfig.__init__)."""
 
-SIGLIP_NORM = "layer_norm"
-"""SigLIP uses affine LayerNorm (transformers/models/siglip/modeling_siglip.py)."""
 OPT_IN_SLIDING_FAMILIES = QKV_BIAS_FAMILIES | {"qwen3", "qwen3_moe"}
 """``sliding_window`` applies only with ``use_sliding_window: true`` (default False), to
 layers from ``max_window_layers`` on. Source: qwen2/configuration_qwen2.py, qwen3 likewise."""
 GEMMA2_SLIDING_PERIOD = 2
 """Gemma2 alternates local/global attention: even layers slide (``not layer_idx % 2``)."""
-
-
-@dataclass(frozen=True)
-class VisionArch:
-    """A vision tower's dimensions (Qwen2.5-VL ViT, InternViT, SigLIP)."""
-
-    model_type: str
-    depth: int
-    hidden_size: int
-    intermediate_size: int
-    num_heads: int
-    patch_size: int
-    out_hidden_size: int
-    """Width of the language model the projector feeds."""
-    in_chans: int = 3
-    spatial_merge_size: int = 1
-    """Patches per side merged into one LLM token: Qwen2.5-VL merger (2), InternVL pixel
-    shuffle 1/downsample_ratio (2), gemma3 average pooling (4)."""
-    temporal_patch_size: int = 1
-    window_size: int = 0
-    fullatt_block_indexes: tuple[int, ...] = ()
-    image_size: int = 0
-    """Fixed input side in pixels (InternViT, SigLIP); 0 for dynamic resolution."""
-    qkv_bias: bool = True
-    norm_type: str = "rms_norm"
-    qk_normalization: bool = False
-    use_head: bool = False
-    """SigLIP attention-pooling head present (gemma3 sets ``vision_use_head`` false)."""
-    mm_tokens_per_image: int = 0
-    """LLM tokens per image for fixed-size towers (gemma3: 256); 0 when dynamic."""
 
 
 @dataclass(frozen=True)
@@ -166,11 +136,6 @@ def _require(config: dict[str, Any], key: str, name: str) -> int:
     return value
 
 
-def _int(config: dict[str, Any], key: str, default: int = 0) -> int:
-    value = config.get(key)
-    return default if value is None else int(value)
-
-
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language model's keys: nested sub-config over flattened top-level copies over
     the family's config-class defaults."""
@@ -193,10 +158,11 @@ def _num_dense_layers(text: dict[str, Any], num_layers: int, num_experts: int) -
     if num_experts == 0:
         return num_layers
     if "first_k_dense_replace" in text:
-        first_k, freq = _int(text, "first_k_dense_replace"), _int(text, "moe_layer_freq", 1)
+        first_k = config_int(text, "first_k_dense_replace")
+        freq = config_int(text, "moe_layer_freq", 1)
         return sum(1 for i in range(num_layers) if not (i >= first_k and i % freq == 0))
     mlp_only = set(text.get("mlp_only_layers") or ())
-    step = _int(text, "decoder_sparse_step", 1)
+    step = config_int(text, "decoder_sparse_step", 1)
     return sum(1 for i in range(num_layers) if i in mlp_only or (i + 1) % step != 0)
 
 
@@ -213,56 +179,15 @@ def _sliding(text: dict[str, Any], num_layers: int) -> tuple[int | None, int]:
     if isinstance(text.get("layer_types"), list):
         count = sum(1 for t in text["layer_types"] if t == "sliding_attention")
     elif opt_in:
-        count = max(0, num_layers - _int(text, "max_window_layers", 0))
+        count = max(0, num_layers - config_int(text, "max_window_layers", 0))
     elif family == "gemma2":
         count = sum(1 for i in range(num_layers) if i % GEMMA2_SLIDING_PERIOD == 0)
     elif "sliding_window_pattern" in text:
-        pattern = _int(text, "sliding_window_pattern")
+        pattern = config_int(text, "sliding_window_pattern")
         count = sum(1 for i in range(num_layers) if (i + 1) % pattern != 0)
     else:
         count = num_layers
     return (int(window), count) if count else (None, 0)
-
-
-def _vision_from_config(config: dict[str, Any], out_hidden_size: int) -> VisionArch | None:
-    """Source: qwen2_5_vl/configuration_qwen2_5_vl.py (Qwen2_5_VLVisionConfig), InternVL
-    remote code configuration_intern_vit.py, siglip/configuration_siglip.py."""
-    vc = config.get("vision_config")
-    if not isinstance(vc, dict):
-        return None
-    depth = vc.get("depth", vc.get("num_hidden_layers"))
-    heads = vc.get("num_heads", vc.get("num_attention_heads"))
-    if depth is None or heads is None or "hidden_size" not in vc:
-        raise InputError(FIELD, "vision_config lacks depth/num_heads/hidden_size")
-    if "downsample_ratio" in config:
-        merge = round(1 / float(config["downsample_ratio"]))
-    elif config.get("mm_tokens_per_image") and vc.get("image_size"):
-        patches_per_side = int(vc["image_size"]) // int(vc["patch_size"])
-        tokens_per_side = round(int(config["mm_tokens_per_image"]) ** 0.5)
-        merge = patches_per_side // tokens_per_side
-    else:
-        merge = _int(vc, "spatial_merge_size", 1)
-    return VisionArch(
-        model_type=str(vc.get("model_type", "")),
-        depth=int(depth),
-        hidden_size=int(vc["hidden_size"]),
-        intermediate_size=_int(vc, "intermediate_size"),
-        num_heads=int(heads),
-        patch_size=_int(vc, "patch_size"),
-        out_hidden_size=_int(vc, "out_hidden_size", out_hidden_size),
-        in_chans=_int(vc, "in_chans", _int(vc, "num_channels", 3)),
-        spatial_merge_size=merge,
-        temporal_patch_size=_int(vc, "temporal_patch_size", 1),
-        window_size=_int(vc, "window_size"),
-        fullatt_block_indexes=tuple(int(i) for i in vc.get("fullatt_block_indexes") or ()),
-        image_size=_int(vc, "image_size"),
-        qkv_bias=bool(vc.get("qkv_bias", True)),
-        norm_type=str(vc.get("norm_type", SIGLIP_NORM if "siglip" in vc.get("model_type", "")
-                                  else "rms_norm")),
-        qk_normalization=bool(vc.get("qk_normalization", False)),
-        use_head=bool(vc.get("vision_use_head", False)),
-        mm_tokens_per_image=_int(config, "mm_tokens_per_image"),
-    )
 
 
 def arch_from_config(config: dict[str, Any], name: str, source: str = "") -> ModelArch:
@@ -292,15 +217,15 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
     intermediate = _require(text, "intermediate_size", name)
     max_pos = _require(text, "max_position_embeddings", name)
     num_experts = next(
-        (_int(text, k) for k in ("num_experts", "n_routed_experts", "num_local_experts")
+        (config_int(text, k) for k in ("num_experts", "n_routed_experts", "num_local_experts")
          if text.get(k)),
         0,
     )
-    kv_lora_rank = _int(text, "kv_lora_rank")
+    kv_lora_rank = config_int(text, "kv_lora_rank")
     if "head_dim" in text and text["head_dim"] is not None:
         head_dim = int(text["head_dim"])
     elif kv_lora_rank:
-        head_dim = _int(text, "qk_nope_head_dim") + _int(text, "qk_rope_head_dim")
+        head_dim = config_int(text, "qk_nope_head_dim") + config_int(text, "qk_rope_head_dim")
     else:
         head_dim = hidden // heads
     window, num_sliding = _sliding(text, num_layers)
@@ -317,7 +242,7 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         intermediate_size=intermediate,
         num_layers=num_layers,
         num_attention_heads=heads,
-        num_kv_heads=_int(text, "num_key_value_heads", heads),
+        num_kv_heads=config_int(text, "num_key_value_heads", heads),
         head_dim=head_dim,
         vocab_size=vocab,
         tie_word_embeddings=bool(text.get("tie_word_embeddings", tied_default)),
@@ -330,22 +255,22 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         sliding_window=window,
         num_sliding_window_layers=num_sliding,
         num_experts=num_experts,
-        num_experts_per_tok=_int(text, "num_experts_per_tok") if num_experts else 0,
-        moe_intermediate_size=_int(text, "moe_intermediate_size", intermediate)
+        num_experts_per_tok=config_int(text, "num_experts_per_tok") if num_experts else 0,
+        moe_intermediate_size=config_int(text, "moe_intermediate_size", intermediate)
         if num_experts
         else 0,
-        shared_expert_intermediate_size=_int(text, "shared_expert_intermediate_size"),
-        num_shared_experts=_int(text, "n_shared_experts"),
+        shared_expert_intermediate_size=config_int(text, "shared_expert_intermediate_size"),
+        num_shared_experts=config_int(text, "n_shared_experts"),
         num_dense_layers=_num_dense_layers(text, num_layers, num_experts),
         experts_fused=family in FUSED_EXPERT_FAMILIES,
         router_bias=is_gpt_oss,
         attention_sinks=is_gpt_oss,
         kv_lora_rank=kv_lora_rank,
-        q_lora_rank=(_int(text, "q_lora_rank") or None) if kv_lora_rank else None,
-        qk_rope_head_dim=_int(text, "qk_rope_head_dim") if kv_lora_rank else 0,
-        qk_nope_head_dim=_int(text, "qk_nope_head_dim") if kv_lora_rank else 0,
-        v_head_dim=_int(text, "v_head_dim") if kv_lora_rank else 0,
-        vision=_vision_from_config(config, hidden),
+        q_lora_rank=(config_int(text, "q_lora_rank") or None) if kv_lora_rank else None,
+        qk_rope_head_dim=config_int(text, "qk_rope_head_dim") if kv_lora_rank else 0,
+        qk_nope_head_dim=config_int(text, "qk_nope_head_dim") if kv_lora_rank else 0,
+        v_head_dim=config_int(text, "v_head_dim") if kv_lora_rank else 0,
+        vision=vision_from_config(config, hidden),
         source=source,
     )
 

@@ -139,8 +139,6 @@ def decoder_linear_shapes(
     return attention_linear_shapes(arch) + mlp_linear_shapes(arch, kind)
 
 
-
-
 def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[ParamTensor, ...]:
     """Every parameter tensor of one decoder layer: linears, RMSNorms, q/k norms, sinks.
 
@@ -169,10 +167,6 @@ def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[Param
     if arch.attention_sinks:
         out += (ParamTensor("self_attn", "sinks", arch.num_attention_heads, 1),)
     return out
-
-
-def num_tensor_parameters(tensors: tuple[ParamTensor, ...]) -> int:
-    return sum(t.numel * t.count for t in tensors)
 
 
 def num_parameters_per_decoder_layer(arch: ModelArch, layer_kind: LayerKind) -> int:
@@ -225,9 +219,6 @@ def num_language_model_parameters(arch: ModelArch) -> int:
     """
     return (num_embedding_parameters(arch) + num_decoder_layer_parameters(arch)
             + num_final_norm_parameters(arch) + num_lm_head_parameters(arch))
-
-
-
 
 
 def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:

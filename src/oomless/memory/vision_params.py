@@ -9,7 +9,8 @@ against its nominal "300M" (the SigLIP tower is pinned by gemma-3-4b's exact pub
 
 from __future__ import annotations
 
-from ..catalog.models import ModelArch, VisionArch
+from ..catalog.models import ModelArch
+from ..catalog.vision import VisionArch
 from ..errors import InputError
 from .tensors import LinearShape, ParamTensor, linear_tensors, num_tensor_parameters
 

@@ -1,0 +1,84 @@
+"""The CLI's frame: its frozen surface, `--debug`, `python -m oomless`, and torch-free imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import typer.main
+
+from oomless.cli.main import app
+from tests.cli.conftest import run_oomless
+from tests.helpers import ROOT
+
+EXPECTED_SURFACE = {
+    "<root>": [("debug", ("--debug",), "option", False, False)],
+    "plan": [
+        ("spec", ("spec",), "argument", True, None),
+        ("as_json", ("--json",), "option", False, False),
+    ],
+    "models": [],
+    "gpus": [],
+    "schema": [],
+}
+"""Every command with its parameters as (name, flags, kind, required, default). Changing the
+CLI means editing this literal on purpose."""
+
+
+def _params(command: typer.main.TyperCommand) -> list[tuple]:
+    return [
+        (p.name, tuple(p.opts) + tuple(p.secondary_opts), p.param_type_name, p.required, p.default)
+        for p in command.params
+        if p.name != "help"
+    ]
+
+
+def test_cli_surface_is_frozen() -> None:
+    root = typer.main.get_command(app)
+    surface = {"<root>": _params(root)}
+    surface.update({name: _params(cmd) for name, cmd in root.commands.items()})
+    assert surface == EXPECTED_SURFACE
+
+
+def test_debug_shows_the_traceback(write_spec: Callable[..., Path]) -> None:
+    bad = write_spec(kl_bta=0.1)
+    quiet = run_oomless("plan", str(bad))
+    loud = run_oomless("--debug", "plan", str(bad))
+    assert quiet.returncode == 2
+    assert quiet.stderr.splitlines() == [quiet.stderr.strip()]
+    assert "Traceback" not in quiet.stderr
+    assert "Traceback (most recent call last)" in loud.stderr
+    assert "oomless.errors.InputError: kl_bta: unknown key" in loud.stderr
+    assert loud.returncode != 0
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "oomless", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plan" in done.stdout and "Exit codes" in done.stdout
+
+
+IMPORT_AND_PLAN = """
+import sys
+import oomless, oomless.spec.load, oomless.planner.plan, oomless.planner.report, oomless.cli.main
+from oomless.planner.plan import make_plan
+from oomless.planner.report import plan_to_dict
+from oomless.spec.load import load_run
+run = load_run(sys.argv[1])
+plan_to_dict(make_plan(run.spec, run.arch, run.gpu))
+heavy = sorted(m for m in ("torch", "transformers") if m in sys.modules)
+print(",".join(heavy))
+"""
+
+
+def test_planning_leaves_torch_and_transformers_unloaded() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_AND_PLAN, str(ROOT / "examples" / "quickstart.yaml")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
