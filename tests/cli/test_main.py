@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -75,10 +76,16 @@ print(",".join(heavy))
 """
 
 
-def test_planning_leaves_torch_and_transformers_unloaded() -> None:
+def test_planning_leaves_torch_and_transformers_unloaded(tmp_path: Path) -> None:
+    # Stand-in packages, so an import of torch/transformers would be seen even where the real
+    # ones are not installed (a guarded `try: import torch` would otherwise pass unnoticed).
+    for name in ("torch", "transformers"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-c", IMPORT_AND_PLAN, str(ROOT / "examples" / "quickstart.yaml")],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""

@@ -129,3 +129,28 @@ def test_missing_file() -> None:
 def test_shipped_examples_load(path: Path) -> None:
     run = load_run(path)
     assert run.arch.num_layers > 0
+
+
+def test_ignored_fields_are_warned_not_defaults() -> None:
+    from oomless.spec.ignored import ignored_fields
+
+    spec = parse_spec(merged(BASE_SPEC, **{"finetune.lora_rank": 16, "rollout.engine": "hf",
+                                            "rollout.sleep_level": 0, "ray.memory_usage_threshold": 0.9}))
+    messages = ignored_fields(spec)
+    assert any(m.startswith("finetune.lora_rank is ignored") for m in messages)
+    assert any(m.startswith("rollout.gpu_memory_utilization is ignored") for m in messages)
+    assert any(m.startswith("ray.memory_usage_threshold is ignored") for m in messages)
+    assert ignored_fields(parse_spec(BASE_SPEC)) == []
+
+
+def test_relative_model_path_is_read_next_to_the_spec(tmp_path: Path) -> None:
+    import json
+
+    from tests.helpers import TINY_CONFIG
+
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps(TINY_CONFIG))
+    spec = tmp_path / "run.yaml"
+    spec.write_text("model: tiny\nhardware: {gpu_capacity_gib: 10, gpus_per_node: 1}\nrollout: {engine: hf}\n")
+    run = load_run(spec)
+    assert run.arch.hidden_size == 8

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from .. import units
-from ..errors import unknown_name_error
+from ..errors import InputError, unknown_name_error
 
 FIELD = "hardware.gpu"
 CapacitySource = Literal["measured", "reported", "derived"]
@@ -136,6 +136,7 @@ def _specs() -> dict[str, GpuSpec]:
 
 def _aliases_of(spec: GpuSpec, marketing_gb: int) -> set[str]:
     names = {spec.id, *_without_parentheses(spec.name).split("/")}
+    names.add(spec.id.rsplit("-", 1)[0] if spec.id.upper().endswith("GB") else spec.id)  # bare "H100"; dropped if ambiguous (A100)
     if not spec.id.upper().endswith("GB"):
         names.add(f"{spec.id}-{marketing_gb}GB")
     if spec.id.startswith(CONSUMER_PREFIX):
@@ -168,5 +169,8 @@ def load_gpu(name: str) -> GpuSpec:
     """
     gpu = _alias_table().get(_match_key(name))
     if gpu is None:
+        several = [g for g in gpu_ids() if _match_key(g).startswith(_match_key(name)) and _match_key(name)]
+        if len(several) > 1:
+            raise InputError(FIELD, f"{name!r} is ambiguous; say which: {', '.join(several)}")
         raise unknown_name_error(FIELD, name, gpu_ids())
     return _specs()[gpu]

@@ -29,8 +29,10 @@ def plan_command(
 
         run = load_run(spec)
         plan = make_plan(run.spec, run.arch, run.gpu)
+        for warning in run.warnings:
+            typer.echo(f"warning: {warning}", err=True)
         if as_json:
-            typer.echo(json.dumps(plan_to_dict(plan), indent=2))
+            typer.echo(json.dumps(plan_to_dict(plan, run.warnings), indent=2))
         else:
             from .render import render_plan
 

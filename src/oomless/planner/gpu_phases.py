@@ -284,7 +284,8 @@ def weight_sync_phase(spec: RunSpec, arch: ModelArch, shape: RunShape, t: Traine
     """Trainer weights pushed into the engine. The engine's weights are awake (sleep levels
     1/2 wake "weights" first); under ZeRO-3/FSDP the trainer gathers parameters: one at a
     time for full fine-tuning, the whole model for LoRA (the adapter merge needs every base
-    weight). Source: TRL `_move_model_to_vllm`, ms-swift `move_model_batches`."""
+    weight), then merges adapters one module at a time. Source: TRL `_move_model_to_vllm`,
+    ms-swift `move_model_batches`."""
     ro = spec.rollout
     comps = process_overheads(spec, shape) + states(t, optimizer=not ro.offload_optimizer)
     if ro.engine == RolloutEngine.vllm_colocate:
@@ -294,11 +295,21 @@ def weight_sync_phase(spec: RunSpec, arch: ModelArch, shape: RunShape, t: Traine
             _c("vllm.cuda_graphs", Category.OTHER, budget.cuda_graph_bytes),
         ]
         comps += awake
+    lora = spec.finetune.method != FinetuneMethod.full
     if ro.engine != RolloutEngine.hf and t.sharding.weights:
-        full_model = spec.finetune.method != FinetuneMethod.full
-        gather = t.policy_weights_full - t.weights if full_model else P.num_largest_module_parameters(arch) * C.BF16_BYTES
+        gather = t.policy_weights_full - t.weights if lora else P.num_largest_module_parameters(arch) * C.BF16_BYTES
         comps.append(_c("sync.gathered_params", Category.PARAM, gather))
+    if ro.engine != RolloutEngine.hf and lora:
+        comps.append(_c("sync.lora_merge_delta", Category.TEMP, lora_merge_delta_bytes(arch)))
     return "weight_sync", _finish(comps)
+
+
+def lora_merge_delta_bytes(arch: ModelArch) -> int:
+    """`merge_adapter` adds delta W = B·A·scaling module by module; the largest delta is one
+    fp32 out×in matrix (PEFT keeps adapters in fp32, autocast_adapter_dtype=True).
+    Source: peft/tuners/lora/layer.py (`get_delta_weight`, `merge`)."""
+    largest = max(s.in_features * s.out_features for s, _ in S.linear_shapes_with_layer_counts(arch))
+    return largest * C.FP32_BYTES
 
 
 def training_gpu_phases(spec: RunSpec, arch: ModelArch, shape: RunShape) -> tuple[TrainerState, V.EngineBudget, list[Phase]]:

@@ -73,7 +73,7 @@ def _vllm(plan: Plan) -> dict[str, Any] | None:
     }
 
 
-def plan_to_dict(plan: Plan) -> dict[str, Any]:
+def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
     binding = plan.binding
     host_peak = plan.host.peak_phase
     gpu = plan.gpu
@@ -84,6 +84,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "binding": _constraint(binding),
         "margin_bytes": binding.margin_bytes,
         "violations": [_constraint(c) for c in plan.violations],
+        "warnings": list(warnings),
         "model": {
             "id": plan.arch.name,
             "num_parameters": P.num_parameters(plan.arch),

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..catalog.gpus import GpuSpec, load_gpu
 from ..catalog.models import ModelArch, load_model
 from ..errors import InputError
+from .ignored import ignored_fields
 from .run import RolloutEngine, RunSpec
 
 
@@ -24,6 +25,7 @@ class ResolvedRun:
     spec: RunSpec
     arch: ModelArch
     gpu: GpuSpec | None
+    warnings: tuple[str, ...] = ()
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -101,13 +103,18 @@ def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
         )
 
 
-def resolve(spec: RunSpec) -> ResolvedRun:
-    arch = load_model(spec.model)
+def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
+    """Resolve the model and GPU. A relative model path is tried against ``base_dir`` (the
+    spec's folder) before the catalog, so a spec can sit next to its config.json."""
+    model_ref = spec.model
+    if base_dir is not None and not Path(model_ref).is_absolute() and (base_dir / model_ref).exists():
+        model_ref = str(base_dir / model_ref)
+    arch = load_model(model_ref)
     gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu is not None else None
     check_against_arch(spec, arch)
-    return ResolvedRun(spec, arch, gpu)
+    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)))
 
 
 def load_run(path: str | Path) -> ResolvedRun:
     """YAML file → validated spec with its model architecture and GPU."""
-    return resolve(parse_spec(read_yaml(path)))
+    return resolve(parse_spec(read_yaml(path)), Path(path).resolve().parent)
