@@ -27,7 +27,6 @@ PHASES_WITH_KL = ["load", "rollout", "logprob", "train", "optimizer", "weight_sy
 def plan_json(runner: CliRunner, spec: Path) -> dict[str, Any]:
     result = runner.invoke(app, ["plan", str(spec), "--json"])
     assert result.exit_code in (EXIT_FITS, EXIT_DOES_NOT_FIT), result.output
-    assert result.stderr == ""
     return json.loads(result.stdout)
 
 
@@ -127,3 +126,14 @@ def test_s1_before_breaks_at_load_and_s1_after_fits(runner: CliRunner) -> None:
     assert before["binding"]["ok"] is False
     assert after["fits"] is True
     assert after["violations"] == []
+
+
+def test_ignored_option_warns_on_stderr_and_in_json(runner: CliRunner, write_spec: Callable[..., Path]) -> None:
+    spec = write_spec(**{"finetune.lora_rank": 16})  # quickstart is full fine-tuning
+    human = runner.invoke(app, ["plan", str(spec)])
+    as_json = runner.invoke(app, ["plan", str(spec), "--json"])
+    for result in (human, as_json):
+        assert result.exit_code == EXIT_FITS, result.output
+        assert result.stderr.splitlines() == ["warning: finetune.lora_rank is ignored: finetune.method is full"]
+    assert json.loads(as_json.stdout)["warnings"] == ["finetune.lora_rank is ignored: finetune.method is full"]
+    assert plan_json(runner, QUICKSTART)["warnings"] == []
