@@ -52,7 +52,7 @@ def test_debug_shows_the_traceback(write_spec: Callable[..., Path]) -> None:
     assert "Traceback" not in quiet.stderr
     assert "Traceback (most recent call last)" in loud.stderr
     assert "oomless.errors.InputError: kl_bta: unknown key" in loud.stderr
-    assert loud.returncode != 0
+    assert loud.returncode == 2  # same exit code as without --debug
 
 
 def test_python_dash_m_runs_the_cli() -> None:

@@ -22,6 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 _state = {"debug": False}
@@ -40,7 +41,9 @@ def run_guarded(fn: Callable[[], int]) -> None:
         code = fn()
     except InputError as err:
         if _state["debug"]:
-            raise
+            import traceback
+
+            traceback.print_exc()
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     raise typer.Exit(code)
@@ -57,5 +60,6 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point."""
+    """Console-script entry point. Usage errors (unknown option, missing argument) are
+    click's plain three-line message and exit code 2, like every other bad input."""
     return app(args=argv if argv is not None else sys.argv[1:], prog_name="oomless")
