@@ -54,7 +54,7 @@ def test_vllm_startup_sees_zero3_shards_but_not_zero2_weights() -> None:
     z2 = plan_of(merged(BASE_SPEC, **{"distribution.strategy": "zero2"}))
     start = {p.device_role: p for p in z3.constraints if p.component == "vllm.gpu_memory_utilization"}
     start2 = {p.device_role: p for p in z2.constraints if p.component == "vllm.gpu_memory_utilization"}
-    shard = component(z3, "load", "policy.weights") + component(z3, "load", "reference.weights")
+    shard = sum(component(z3, "load", f"{m}.{part}") for m in ("policy", "reference") for part in ("weights", "persistent_params"))
     assert start["train"].available_bytes + shard == start2["train"].available_bytes
 
 

@@ -34,10 +34,11 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
     gpu_name = plan.gpu.id if plan.gpu else "custom GPU"
     out.print(
         f"[bold]{arch.name}[/] on {plan.spec.hardware.num_nodes} × {plan.spec.hardware.gpus_per_node} "
-        f"{gpu_name} ({format_bytes(shape.capacity_bytes)} each), data parallel {shape.data_parallel_size}"
+        f"{gpu_name} ({format_bytes(shape.capacity_bytes)} each), {plan.spec.algorithm.value}"
     )
     for group in plan.devices:
-        table = Table(title=f"GPU memory per phase — {group.role} GPUs ({group.num_gpus_per_node} per node)")
+        holds = ", ".join(r.value for r in group.roles)
+        table = Table(title=f"GPU memory per phase — {group.role} GPUs ({group.num_gpus_per_node} per node: {holds})")
         for col in ("phase", "peak", "of GPU", "largest components"):
             table.add_column(col)
         for phase in group.phases:

@@ -120,7 +120,9 @@ def master_bytes_per_param(precision: Precision) -> int:
     return 0 if precision == Precision.bf16 else C.FP32_BYTES
 
 
-def optimizer_state_bytes(arch: ModelArch, finetune: Finetune, optimizer: Optimizer, precision: Precision) -> int:
+def optimizer_state_bytes(
+    arch: ModelArch, finetune: Finetune, optimizer: Optimizer, precision: Precision, num_trainable: int | None = None
+) -> int:
     """Optimizer states (without master weights) for all trainable parameters, unsharded.
 
     - AdamW: m and v in fp32, or bf16 under pure bf16 (torch keeps states in param dtype).
@@ -129,8 +131,10 @@ def optimizer_state_bytes(arch: ModelArch, finetune: Finetune, optimizer: Optimi
       no first moment (transformers Adafactor default beta1=None). Shazeer & Stern 2018
       (arXiv 1804.04235) §3.
     - SGD: no state (torch default momentum=0).
+    ``num_trainable`` overrides Ψ_t (a frozen vision tower, a critic's value model).
     """
-    num_trainable = num_trainable_parameters(arch, finetune)
+    if num_trainable is None:
+        num_trainable = num_trainable_parameters(arch, finetune)
     state_dtype = C.BF16_BYTES if precision == Precision.bf16 else C.FP32_BYTES
     if optimizer == Optimizer.adamw:
         return num_trainable * C.ADAM_NUM_STATES * state_dtype

@@ -1,10 +1,10 @@
 """`make_plan`: the per-phase, per-device memory plan of a run and its verdict.
 
-A plan is a set of constraints, each with a requirement and what is available:
-every phase's peak on every kind of GPU against its capacity, the host's peak against its
+A plan is a set of constraints, each with a requirement and what is available: every phase's
+peak on one GPU of every placement group against its capacity, the host's peak against its
 limit, and vLLM's own start-up checks (free memory ≥ utilization × total; KV cache holds at
 least one max-length sequence). It fits when every margin is ≥ 0; the binding constraint is
-the one with the smallest margin.
+the first broken one in time, or the one with the smallest margin.
 """
 
 from __future__ import annotations
@@ -13,18 +13,19 @@ from dataclasses import dataclass
 
 from ..catalog.gpus import GpuSpec
 from ..catalog.models import ModelArch
+from ..memory import constants as C
 from ..memory import vllm as V
 from ..memory.components import Component, total_bytes
-from ..spec.run import RolloutEngine, RunSpec
-from . import gpu_phases as G
-from .host_phases import host_limit_bytes, host_phases
+from ..spec.run import Role, RolloutEngine, RunSpec
 from ..units import gib_to_bytes
+from .engine import engine_budget
+from .gpu_phases import GroupPlanner
+from .host_phases import host_limit_bytes, host_phases
+from .roles import Group, RoleModel, placement_groups, role_models
 from .shape import RunShape, run_shape
 
-PHASE_ORDER = ("load", "rollout", "logprob", "train", "optimizer", "weight_sync")
+PHASE_ORDER = ("load", "rollout", "logprob", "critic_train", "train", "optimizer", "weight_sync")
 """Phases of one step in time order (load happens once, before the first step)."""
-TRAIN_GPU = "train"
-ROLLOUT_GPU = "rollout"
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,11 @@ class PhaseMemory:
 
 @dataclass(frozen=True)
 class DeviceGroup:
-    """GPUs of one role: `train` (trainer, and a colocated engine) or `rollout` (vLLM only)."""
+    """GPUs of one placement group: `train` (the actor's, with whatever shares them),
+    `rollout` (vLLM alone), or the joined names of the roles it holds."""
 
     role: str
+    roles: tuple[Role, ...]
     num_gpus_per_node: int
     capacity_bytes: int
     phases: tuple[PhaseMemory, ...]
@@ -93,6 +96,7 @@ class Plan:
     arch: ModelArch
     gpu: GpuSpec | None
     shape: RunShape
+    models: dict[Role, RoleModel]
     devices: tuple[DeviceGroup, ...]
     host: HostMemory
     constraints: tuple[Constraint, ...]
@@ -118,6 +122,14 @@ class Plan:
         return tuple(c for c in self.constraints if not c.ok)
 
 
+def device_role_name(group: Group) -> str:
+    if Role.actor in group.roles:
+        return "train"
+    if group.roles == (Role.vllm,):
+        return "rollout"
+    return group.name
+
+
 def _phase_constraints(group: DeviceGroup) -> list[Constraint]:
     out = []
     for phase in group.phases:
@@ -125,20 +137,16 @@ def _phase_constraints(group: DeviceGroup) -> list[Constraint]:
         out.append(Constraint(
             phase=phase.name, device="gpu", device_role=group.role,
             component=top.name if top else "", required_bytes=phase.peak_bytes,
-            available_bytes=group.capacity_bytes,
-            message=f"{phase.name} peak on a {group.role} GPU",
+            available_bytes=group.capacity_bytes, message=f"{phase.name} peak on a {group.role} GPU",
         ))
     return out
 
 
-def _engine_constraints(spec: RunSpec, arch: ModelArch, shape: RunShape, t: G.TrainerState, budget: V.EngineBudget) -> list[Constraint]:
+def _engine_constraints(planner: GroupPlanner, role: str, arch: ModelArch, shape: RunShape, budget: V.EngineBudget) -> list[Constraint]:
     """vLLM start-up: free memory at engine start ≥ requested; KV ≥ one max_model_len sequence."""
-    ro = spec.rollout
-    if ro.engine == RolloutEngine.hf:
-        return []
-    role = TRAIN_GPU if ro.engine == RolloutEngine.vllm_colocate else ROLLOUT_GPU
-    resident = G.engine_start_resident_bytes(spec, shape, t) if role == TRAIN_GPU else G.C.CUDA_CONTEXT_BYTES
-    one_seq = V.kv_bytes_for_sequence(arch, ro.tensor_parallel_size, shape.vllm_max_model_len)
+    tp = planner.spec.rollout.tensor_parallel_size
+    resident = planner.engine_start_resident_bytes() if planner.models else C.CUDA_CONTEXT_BYTES
+    one_seq = V.kv_bytes_for_sequence(arch, tp, shape.vllm_max_model_len)
     return [
         Constraint(
             phase="load", device="gpu", device_role=role, component="vllm.gpu_memory_utilization",
@@ -153,18 +161,26 @@ def _engine_constraints(spec: RunSpec, arch: ModelArch, shape: RunShape, t: G.Tr
     ]
 
 
-def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None) -> Plan:
-    """Pure: the same spec, architecture and GPU always give the same plan."""
+def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[Role, ModelArch] | None = None) -> Plan:
+    """Pure: the same inputs always give the same plan. ``archs`` gives the critic's and the
+    reward model's architectures when they differ from the actor's."""
+    archs = {Role.actor: arch, Role.critic: arch, Role.reward: arch, **(archs or {})}
     shape = run_shape(spec, arch, gpu)
-    t, budget, phases = G.training_gpu_phases(spec, arch, shape)
-    devices = [DeviceGroup(TRAIN_GPU, shape.num_train_gpus_per_node, shape.capacity_bytes, tuple(PhaseMemory(n, c) for n, c in phases))]
-    if shape.num_rollout_gpus_per_node:
-        rollout = tuple(PhaseMemory(n, c) for n, c in G.rollout_gpu_phases(spec, budget))
-        devices.append(DeviceGroup(ROLLOUT_GPU, shape.num_rollout_gpus_per_node, shape.capacity_bytes, rollout))
+    groups = placement_groups(spec)
+    models = role_models(spec, archs, groups)
+    budget = engine_budget(spec, arch, shape)
+    devices, constraints = [], []
+    for group in groups:
+        planner = GroupPlanner(spec, shape, group, models, budget)
+        role = device_role_name(group)
+        phases = tuple(PhaseMemory(n, c) for n, c in planner.phases())
+        devices.append(DeviceGroup(role, group.roles, group.gpus_per_node, shape.capacity_bytes, phases))
+        if Role.vllm in group.roles:
+            constraints += _engine_constraints(planner, role, arch, shape, budget)
+    for device in devices:
+        constraints += _phase_constraints(device)
     host_ram = None if spec.hardware.host_ram_gib is None else gib_to_bytes(spec.hardware.host_ram_gib)
-    host = HostMemory(host_ram, host_limit_bytes(spec), tuple(PhaseMemory(n, c) for n, c in host_phases(spec, arch, shape, t, budget)))
-    constraints = _engine_constraints(spec, arch, shape, t, budget)
-    constraints += [c for g in devices for c in _phase_constraints(g)]
+    host = HostMemory(host_ram, host_limit_bytes(spec), tuple(PhaseMemory(n, c) for n, c in host_phases(spec, groups, models, budget)))
     if host.limit_bytes is not None:
         peak = host.peak_phase
         top = peak.largest()
@@ -174,4 +190,4 @@ def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None) -> Plan:
             message="host RAM per node" + (" against Ray's kill threshold" if spec.ray.enabled else ""),
         ))
     engine = budget if spec.rollout.engine != RolloutEngine.hf else None
-    return Plan(spec, arch, gpu, shape, tuple(devices), host, tuple(constraints), engine)
+    return Plan(spec, arch, gpu, shape, models, tuple(devices), host, tuple(constraints), engine)

@@ -12,9 +12,9 @@ from typing import Any
 
 from .. import __version__
 from ..memory import params as P
-from ..memory import states as S
 from ..memory import vllm as V
 from ..memory.components import Category
+from ..spec.run import Role
 from .plan import PHASE_ORDER, Constraint, Plan, PhaseMemory
 
 SCHEMA_VERSION = 1
@@ -85,10 +85,11 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
         "margin_bytes": binding.margin_bytes,
         "violations": [_constraint(c) for c in plan.violations],
         "warnings": list(warnings),
+        "algorithm": plan.spec.algorithm.value,
         "model": {
             "id": plan.arch.name,
             "num_parameters": P.num_parameters(plan.arch),
-            "num_trainable_parameters": S.num_trainable_parameters(plan.arch, plan.spec.finetune),
+            "num_trainable_parameters": plan.models[Role.actor].num_trainable,
         },
         "gpu": {
             "name": gpu.id if gpu else None,
@@ -97,7 +98,8 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
             "peak_bytes": max(g.peak_bytes for g in plan.devices),
             "phases": _worst_phases(plan),
             "devices": [
-                {"role": g.role, "num_gpus_per_node": g.num_gpus_per_node, "peak_bytes": g.peak_bytes,
+                {"role": g.role, "roles": [r.value for r in g.roles], "num_gpus_per_node": g.num_gpus_per_node,
+                 "peak_bytes": g.peak_bytes,
                  "phases": [_phase(p) for p in g.phases]}
                 for g in plan.devices
             ],
@@ -111,5 +113,6 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
             "phases": [_phase(p) for p in plan.host.phases],
         },
         "vllm": _vllm(plan),
+        "image_tokens_per_prompt": plan.shape.image_tokens_per_prompt,
         "constraints": [_constraint(c) for c in plan.constraints],
     }

@@ -9,77 +9,29 @@ checked in `oomless.spec.load`, where the architecture is known.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from .base import Frozen as _Frozen
+from .sections import ExtraModel, Placement, RewardModel, Vision
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+from .enums import (
+    Algorithm,
+    AttentionImpl,
+    FinetuneMethod,
+    LogitsMode,
+    Optimizer,
+    Precision,
+    Role,
+    RolloutEngine,
+    Strategy,
+)
 
-
-class FinetuneMethod(str, Enum):
-    full = "full"
-    lora = "lora"
-    qlora = "qlora"
-
-
-class Precision(str, Enum):
-    bf16_mixed = "bf16_mixed"
-    """bf16 weights/grads for compute, fp32 master weights in the optimizer (DeepSpeed bf16,
-    FSDP MixedPrecision). The ZeRO paper's mixed-precision model states."""
-    bf16 = "bf16"
-    """Pure bf16: weights, grads and optimizer states all bf16, no master copy
-    (EasyR1 `adamw_bf16`, LLaMA-Factory `pure_bf16`)."""
-    fp16_mixed = "fp16_mixed"
-    """fp16 compute with fp32 master weights and a loss scaler (same bytes as bf16_mixed)."""
-
-
-class Optimizer(str, Enum):
-    adamw = "adamw"
-    adamw_8bit = "adamw_8bit"
-    adafactor = "adafactor"
-    sgd = "sgd"
-
-
-class Strategy(str, Enum):
-    ddp = "ddp"
-    zero1 = "zero1"
-    zero2 = "zero2"
-    zero3 = "zero3"
-    fsdp = "fsdp"
-    """FSDP full shard (FSDP1 FULL_SHARD or FSDP2 fully_shard): params, grads and optimizer
-    states sharded like ZeRO-3."""
-
-
-class LogitsMode(str, Enum):
-    full = "full"
-    """[tokens, vocab] logits materialised, upcast to fp32 for log-softmax (TRL default)."""
-    chunked = "chunked"
-    """bf16 logits materialised once, fp32 log-softmax over row chunks (verl
-    entropy_from_logits_with_chunking, TRL's per-row bf16 loop)."""
-    fused = "fused"
-    """Fused linear + log-prob kernel (Liger, verl use_fused_kernels): logits only per chunk."""
-
-
-class AttentionImpl(str, Enum):
-    sdpa = "sdpa"
-    flash_attention_2 = "flash_attention_2"
-    eager = "eager"
-
-
-class RolloutEngine(str, Enum):
-    hf = "hf"
-    """transformers `generate` inside the training processes (TRL/VLM-R1 use_vllm false)."""
-    vllm_colocate = "vllm_colocate"
-    """A vLLM engine inside or beside each training process, on the same GPUs."""
-    vllm_separate = "vllm_separate"
-    """vLLM on its own GPUs (TRL/ms-swift server mode, OpenRLHF without colocation)."""
-
-
-class Algorithm(str, Enum):
-    grpo = "grpo"
+__all__ = [
+    "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "Optimizer", "Precision", "Role",
+    "RolloutEngine", "Strategy",
+]
 
 
 class Hardware(_Frozen):
@@ -164,6 +116,11 @@ class Batch(_Frozen):
     logprob_micro_batch_size: Annotated[int, Field(ge=1)] | None = Field(
         None, description="Sequences per no-grad log-prob forward. Default: micro_batch_size (TRL)."
     )
+    oversample_factor: Annotated[float, Field(ge=1)] = Field(
+        1.0,
+        description="Rollouts generated per kept rollout: DAPO's dynamic sampling over-generates and drops "
+        "groups with equal rewards (e.g. 3). Default 1.",
+    )
 
 
 class Lengths(_Frozen):
@@ -190,6 +147,11 @@ class Rollout(_Frozen):
         None, description="vLLM max_model_len. Default: max_prompt_tokens + max_completion_tokens."
     )
     enforce_eager: bool = Field(False, description="No CUDA graphs. Default false.")
+    limit_images_per_prompt: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description="vLLM `limit_mm_per_prompt` image count: images per prompt vLLM profiles and accepts. "
+        "Default: vision.images_per_prompt.",
+    )
     sleep_level: Literal[0, 1, 2] = Field(
         0, description="vLLM sleep after rollout: 0 none, 1 weights to pinned host RAM + KV freed, 2 both freed. Default 0."
     )
@@ -217,7 +179,7 @@ class RunSpec(_Frozen):
 
     model: str = Field(description="Catalog id (`oomless models`), a directory with config.json, or a config.json path.")
     hardware: Hardware
-    algorithm: Algorithm = Field(Algorithm.grpo, description="grpo (PPO/DAPO come later). Default grpo.")
+    algorithm: Algorithm = Field(Algorithm.grpo, description="grpo | ppo | dapo | rloo. Default grpo.")
     finetune: Finetune = Finetune()
     precision: Precision = Field(Precision.bf16_mixed, description="bf16_mixed | bf16 | fp16_mixed. Default bf16_mixed.")
     optimizer: Optimizer = Field(Optimizer.adamw, description="adamw | adamw_8bit | adafactor | sgd. Default adamw.")
@@ -235,6 +197,10 @@ class RunSpec(_Frozen):
     )
     rollout: Rollout = Rollout()
     ray: Ray = Ray()
+    vision: Vision = Vision()
+    critic: ExtraModel = Field(ExtraModel(), description="PPO's value model (a causal LM with a value head).")
+    reward_model: RewardModel = RewardModel()
+    placement: Placement = Placement()
 
     @model_validator(mode="after")
     def _cross_checks(self) -> RunSpec:
@@ -254,7 +220,26 @@ class RunSpec(_Frozen):
             )
         if ro.engine == RolloutEngine.hf and (ro.sleep_level or ro.offload_model or ro.offload_optimizer):
             raise ValueError("rollout.sleep_level/offload_* apply to vllm_colocate, not engine hf")
+        if self.placement.groups is not None:
+            self._check_groups()
         return self
+
+    def _check_groups(self) -> None:
+        groups, engine = self.placement.groups or [], self.rollout.engine
+        total = sum(g.gpus_per_node for g in groups)
+        if total > self.hardware.gpus_per_node:
+            raise ValueError(f"placement.groups use {total} GPUs per node; hardware.gpus_per_node is {self.hardware.gpus_per_node}")
+        vllm = [g for g in groups if Role.vllm in g.roles]
+        if engine == RolloutEngine.hf and vllm:
+            raise ValueError("placement.groups place vllm but rollout.engine is hf")
+        if engine != RolloutEngine.hf and not vllm:
+            raise ValueError(f"rollout.engine is {engine.value} but no placement group holds vllm")
+        if vllm and (len(vllm[0].roles) == 1) != (engine == RolloutEngine.vllm_separate):
+            raise ValueError("vllm alone in its group means rollout.engine vllm_separate; sharing a group means vllm_colocate")
+        if Role.critic in [r for g in groups for r in g.roles] and self.algorithm != Algorithm.ppo:
+            raise ValueError("a critic is placed but algorithm is not ppo")
+        if Role.reward in [r for g in groups for r in g.roles] and self.reward_model.model is None:
+            raise ValueError("a reward role is placed but reward_model.model is not set")
 
     @property
     def steps_per_generation(self) -> int:

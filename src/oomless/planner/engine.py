@@ -1,0 +1,28 @@
+"""The vLLM engine budget of a run (one worker per GPU)."""
+
+from __future__ import annotations
+
+from ..catalog.models import ModelArch
+from ..memory import constants as C
+from ..memory import params as P
+from ..memory import states as S
+from ..memory import vllm as V
+from ..spec.run import FinetuneMethod, RunSpec
+from . import vision_terms as VT
+from .shape import RunShape
+
+
+def engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBudget:
+    """Engine weights are bf16 (QLoRA: the 4-bit base, as TRL loads bitsandbytes models into
+    vLLM); the profile peak adds the vision encoder's profile for VLMs."""
+    ro = spec.rollout
+    qlora = spec.finetune.method == FinetuneMethod.qlora
+    weights = S.frozen_weight_bytes(arch, spec.finetune) if qlora else P.num_parameters(arch) * C.BF16_BYTES
+    budget = V.engine_budget(
+        arch, weights, shape.capacity_bytes, ro.gpu_memory_utilization, ro.tensor_parallel_size,
+        shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, ro.enforce_eager,
+    )
+    encoder = VT.engine_encoder_bytes(spec, shape, arch)
+    if encoder > budget.activation_bytes:
+        budget = V.EngineBudget(budget.requested_bytes, budget.weight_bytes, encoder, budget.non_torch_bytes, budget.cuda_graph_bytes)
+    return budget

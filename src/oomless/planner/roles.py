@@ -1,0 +1,211 @@
+"""The models of a run (actor, reference, critic, reward), where they live, and what each
+keeps on one GPU of its group.
+
+GRPO/DAPO/RLOO have an actor and, for full fine-tuning with KL, a reference model; PPO adds a
+critic (a causal LM body with a value head) and optionally a reward model. LoRA runs reuse the
+actor's base with adapters disabled as reference (TRL, ms-swift, verl `ref_in_actor`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..catalog.models import ModelArch
+from ..memory import constants as C
+from ..memory import params as P
+from ..memory import states as S
+from ..spec.run import Algorithm, Finetune, FinetuneMethod, Role, RolloutEngine, RunSpec, Strategy
+
+MODEL_ROLES = (Role.actor, Role.reference, Role.critic, Role.reward)
+
+
+@dataclass(frozen=True)
+class Group:
+    """GPUs (per node) shared by some roles; vLLM is a role too."""
+
+    roles: tuple[Role, ...]
+    gpus_per_node: int
+
+    def models(self) -> tuple[Role, ...]:
+        return tuple(r for r in self.roles if r != Role.vllm)
+
+    @property
+    def name(self) -> str:
+        return "+".join(r.value for r in self.roles)
+
+
+def has_reference_model(spec: RunSpec) -> bool:
+    """A separate reference model: KL on (beta > 0), full fine-tuning, and not DAPO (which
+    drops the KL term). Source: research/rl-frameworks.md §7.3."""
+    return spec.kl_beta > 0 and spec.finetune.method == FinetuneMethod.full and spec.algorithm != Algorithm.dapo
+
+
+def default_roles(spec: RunSpec) -> tuple[Role, ...]:
+    roles = [Role.actor]
+    if has_reference_model(spec):
+        roles.append(Role.reference)
+    if spec.algorithm == Algorithm.ppo:
+        roles.append(Role.critic)
+    if spec.reward_model.model is not None:
+        roles.append(Role.reward)
+    return tuple(roles)
+
+
+def placement_groups(spec: RunSpec) -> tuple[Group, ...]:
+    """Explicit `placement.groups`, or: every model on the training GPUs with vLLM beside them
+    (colocate) or on `rollout.num_gpus` GPUs of its own (separate)."""
+    if spec.placement.groups is not None:
+        return tuple(Group(tuple(g.roles), g.gpus_per_node) for g in spec.placement.groups)
+    roles, gpus, ro = default_roles(spec), spec.hardware.gpus_per_node, spec.rollout
+    if ro.engine == RolloutEngine.vllm_colocate:
+        return (Group(roles + (Role.vllm,), gpus),)
+    if ro.engine == RolloutEngine.vllm_separate:
+        return (Group(roles, gpus - ro.num_gpus), Group((Role.vllm,), ro.num_gpus))
+    return (Group(roles, gpus),)
+
+
+@dataclass(frozen=True)
+class RoleModel:
+    """Per-GPU bytes of one model on a GPU of its group (N = its group's GPUs × nodes)."""
+
+    role: Role
+    arch: ModelArch
+    trainable: bool
+    num_shards: int
+    num_trainable: int
+    weights_full: int
+    weights: int
+    persistent: int
+    gathered: int
+    grads: int = 0
+    optimizer: int = 0
+    fp32_grads: int = 0
+    reduce_bucket: int = 0
+    allgather_bucket: int = 0
+
+
+def num_value_model_parameters(arch: ModelArch) -> int:
+    """A critic or reward model: the LM body without its vocabulary head, plus a scalar head
+    (hidden → 1). Source: OpenRLHF `models/model.py` (`_get_critic_model`, value_head =
+    nn.Linear(hidden, 1, bias=False)); transformers `*ForSequenceClassification` (score)."""
+    return P.num_parameters(arch) - P.num_lm_head_parameters(arch) + arch.hidden_size
+
+
+def actor_trainable_parameters(spec: RunSpec, arch: ModelArch) -> int:
+    """Ψ_t of the actor; a frozen vision tower is not trained in full fine-tuning (LoRA adapters
+    sit on the language model only, so the tower never trains under LoRA)."""
+    trainable = S.num_trainable_parameters(arch, spec.finetune)
+    if spec.finetune.method == FinetuneMethod.full and spec.vision.freeze_tower:
+        trainable -= P.num_vision_parameters(arch)
+    return trainable
+
+
+def _gathered(spec: RunSpec, arch: ModelArch, sharded: bool) -> int:
+    """Unsharded 16-bit parameters alive in a forward under ZeRO-3/FSDP.
+
+    ZeRO-3: the module being computed plus the prefetch bucket, capped by
+    stage3_max_live_parameters, and at least the largest single module. Source: DeepSpeed
+    runtime/zero/config.py; `estimate_zero3_model_states_mem_needs` (largest_layer term).
+    FSDP: the current and the prefetched unit (BACKWARD_PRE). Source: PyTorch FSDP docs.
+    """
+    if not sharded:
+        return 0
+    dist = spec.distribution
+    layer = P.num_decoder_layer_parameters(arch) // arch.num_layers
+    largest = P.num_largest_module_parameters(arch)
+    if dist.strategy == Strategy.fsdp:
+        return 2 * max(layer, largest) * C.BF16_BYTES
+    live = max(largest, layer + dist.stage3_prefetch_bucket_size)
+    return min(live, dist.stage3_max_live_parameters) * C.BF16_BYTES
+
+
+def _persistent(spec: RunSpec, arch: ModelArch, n: int) -> int:
+    """ZeRO-3 keeps tensors up to stage3_param_persistence_threshold whole on every rank:
+    the (N−1)/N beyond the shard. Source: DeepSpeed partition_parameters.py (`ds_persist`)."""
+    if spec.distribution.strategy != Strategy.zero3:
+        return 0
+    small = P.num_small_parameters(arch, spec.distribution.stage3_param_persistence_threshold)
+    return small * C.BF16_BYTES * (n - 1) // n
+
+
+def _buckets(spec: RunSpec, num_trainable: int) -> tuple[int, int]:
+    """DeepSpeed communication buckets, capped by what there is to communicate.
+
+    Reduce: reduce_bucket_size 16-bit gradient elements, doubled with overlap_comm (two IPG
+    buffers). Allgather (ZeRO-1/2 parameter all-gather after the step): allgather_bucket_size
+    16-bit elements. Source: DeepSpeed stage_1_and_2.py (`ipg_buffer`), stage3.py, config docs.
+    DDP and FSDP buckets are views of the gradients, so nothing extra.
+    """
+    dist = spec.distribution
+    if dist.strategy in (Strategy.ddp, Strategy.fsdp):
+        return 0, 0
+    copies = 2 if dist.overlap_comm else 1
+    reduce = min(dist.reduce_bucket_size, num_trainable) * C.BF16_BYTES * copies
+    allgather = 0 if dist.strategy == Strategy.zero3 else min(dist.allgather_bucket_size, num_trainable) * C.BF16_BYTES
+    return reduce, allgather
+
+
+def _fp32_grads(spec: RunSpec, num_trainable: int, n: int) -> int:
+    """fp32 gradient partition of the optimizer step (states.fp32_grad_partition_bytes); ZeRO-3
+    builds it one sub-group at a time (stage3.py `_prepare_fp32_grad_for_sub_group`). None
+    on the GPU with optimizer offload (CPU Adam) or under DDP (no ZeRO optimizer)."""
+    dist = spec.distribution
+    if dist.offload_optimizer or dist.strategy == Strategy.ddp or S.master_bytes_per_param(spec.precision) == 0:
+        return 0
+    partition = S.sharded_bytes(num_trainable * C.FP32_BYTES, True, n)
+    if dist.strategy == Strategy.zero3:
+        return min(partition, dist.sub_group_size * C.FP32_BYTES)
+    return partition
+
+
+def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
+    """A model with gradients and optimizer states (actor, critic), per GPU."""
+    dist = spec.distribution
+    sharding = S.SHARDING[dist.strategy]
+    reduce, allgather = _buckets(spec, num_trainable)
+    grads = num_trainable * S.grad_bytes_per_param(spec.precision)
+    optimizer = num_trainable * S.master_bytes_per_param(spec.precision) + S.optimizer_state_bytes(
+        arch, spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full), spec.optimizer, spec.precision, num_trainable
+    )
+    return RoleModel(
+        role=role, arch=arch, trainable=True, num_shards=n, num_trainable=num_trainable,
+        weights_full=weights_full,
+        weights=0 if dist.offload_params else S.sharded_bytes(weights_full, sharding.weights, n),
+        persistent=_persistent(spec, arch, n), gathered=_gathered(spec, arch, sharding.weights),
+        grads=S.sharded_bytes(grads, sharding.grads, n),
+        optimizer=0 if dist.offload_optimizer else S.sharded_bytes(optimizer, sharding.optimizer, n),
+        fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=reduce, allgather_bucket=allgather,
+    )
+
+
+def frozen_model(spec: RunSpec, role: Role, arch: ModelArch, weights_full: int, n: int) -> RoleModel:
+    """A forward-only model (reference, reward): bf16 weights, sharded like the actor's under
+    ZeRO-3/FSDP (TRL/OpenRLHF prepare it with the same DeepSpeed stage), whole otherwise
+    (TRL's `prepare_deepspeed` runs stage 0/1/2 reference models unsharded)."""
+    sharded = S.SHARDING[spec.distribution.strategy].weights
+    return RoleModel(
+        role=role, arch=arch, trainable=False, num_shards=n, num_trainable=0, weights_full=weights_full,
+        weights=S.sharded_bytes(weights_full, sharded, n), persistent=_persistent(spec, arch, n),
+        gathered=_gathered(spec, arch, sharded),
+    )
+
+
+def role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Group, ...]) -> dict[Role, RoleModel]:
+    nodes = spec.hardware.num_nodes
+    shards = {r: g.gpus_per_node * nodes for g in groups for r in g.roles}
+    out: dict[Role, RoleModel] = {}
+    actor = archs[Role.actor]
+    out[Role.actor] = trainable_model(
+        spec, Role.actor, actor, actor_trainable_parameters(spec, actor),
+        S.policy_weight_bytes(actor, spec.finetune, spec.precision), shards[Role.actor],
+    )
+    if Role.reference in shards:
+        out[Role.reference] = frozen_model(spec, Role.reference, actor, P.num_parameters(actor) * C.BF16_BYTES, shards[Role.reference])
+    if Role.critic in shards:
+        critic = archs[Role.critic]
+        psi = num_value_model_parameters(critic)
+        out[Role.critic] = trainable_model(spec, Role.critic, critic, psi, psi * C.BF16_BYTES, shards[Role.critic])
+    if Role.reward in shards:
+        reward = archs[Role.reward]
+        out[Role.reward] = frozen_model(spec, Role.reward, reward, num_value_model_parameters(reward) * C.BF16_BYTES, shards[Role.reward])
+    return out

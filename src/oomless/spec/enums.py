@@ -1,0 +1,83 @@
+"""Enumerations of the run spec: the allowed values of its choice fields."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class FinetuneMethod(str, Enum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Precision(str, Enum):
+    bf16_mixed = "bf16_mixed"
+    """bf16 weights/grads for compute, fp32 master weights in the optimizer (DeepSpeed bf16,
+    FSDP MixedPrecision). The ZeRO paper's mixed-precision model states."""
+    bf16 = "bf16"
+    """Pure bf16: weights, grads and optimizer states all bf16, no master copy
+    (EasyR1 `adamw_bf16`, LLaMA-Factory `pure_bf16`)."""
+    fp16_mixed = "fp16_mixed"
+    """fp16 compute with fp32 master weights and a loss scaler (same bytes as bf16_mixed)."""
+
+
+class Optimizer(str, Enum):
+    adamw = "adamw"
+    adamw_8bit = "adamw_8bit"
+    adafactor = "adafactor"
+    sgd = "sgd"
+
+
+class Strategy(str, Enum):
+    ddp = "ddp"
+    zero1 = "zero1"
+    zero2 = "zero2"
+    zero3 = "zero3"
+    fsdp = "fsdp"
+    """FSDP full shard (FSDP1 FULL_SHARD or FSDP2 fully_shard): params, grads and optimizer
+    states sharded like ZeRO-3."""
+
+
+class LogitsMode(str, Enum):
+    full = "full"
+    """[tokens, vocab] logits materialised, upcast to fp32 for log-softmax (TRL default)."""
+    chunked = "chunked"
+    """bf16 logits materialised once, fp32 log-softmax over row chunks (verl
+    entropy_from_logits_with_chunking, TRL's per-row bf16 loop)."""
+    fused = "fused"
+    """Fused linear + log-prob kernel (Liger, verl use_fused_kernels): logits only per chunk."""
+
+
+class AttentionImpl(str, Enum):
+    sdpa = "sdpa"
+    flash_attention_2 = "flash_attention_2"
+    eager = "eager"
+
+
+class RolloutEngine(str, Enum):
+    hf = "hf"
+    """transformers `generate` inside the training processes (TRL/VLM-R1 use_vllm false)."""
+    vllm_colocate = "vllm_colocate"
+    """A vLLM engine inside or beside each training process, on the same GPUs."""
+    vllm_separate = "vllm_separate"
+    """vLLM on its own GPUs (TRL/ms-swift server mode, OpenRLHF without colocation)."""
+
+
+class Algorithm(str, Enum):
+    grpo = "grpo"
+    """Group-relative advantages, no critic (TRL, ms-swift, verl, EasyR1, VLM-R1)."""
+    ppo = "ppo"
+    """Actor + critic (value model) + reference (+ reward model) (OpenRLHF, ORZ, verl)."""
+    dapo = "dapo"
+    """GRPO without KL (no reference model) and with dynamic sampling that over-generates."""
+    rloo = "rloo"
+    """Leave-one-out baseline: GRPO's memory (no critic)."""
+
+
+class Role(str, Enum):
+    actor = "actor"
+    reference = "reference"
+    critic = "critic"
+    reward = "reward"
+    vllm = "vllm"

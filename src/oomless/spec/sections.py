@@ -1,0 +1,84 @@
+"""Spec sections for vision-language models and for multi-model algorithms (PPO).
+
+Kept apart from `run.py` so each file reads in one sitting; `RunSpec` composes them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from .base import Frozen
+from .enums import Role
+
+
+class Vision(Frozen):
+    """Images in the prompts of a vision-language model. Ignored for text-only models."""
+
+    images_per_prompt: Annotated[int, Field(ge=0)] = Field(1, description="Most images one prompt carries. Default 1.")
+    max_pixels: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="Largest image area after the processor's resize (Qwen2-VL family `max_pixels`, ms-swift "
+        "`MAX_PIXELS`). Default: the processor's (Qwen2.5-VL 12845056).",
+    )
+    min_pixels: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Smallest image area after resize (Qwen2-VL family). Default: the processor's (3136)."
+    )
+    max_tiles: Annotated[int, Field(ge=1)] = Field(
+        12, description="InternVL dynamic tiling: most 448-px tiles per image (a thumbnail is added). Default 12."
+    )
+    freeze_tower: bool = Field(False, description="Vision tower frozen (ms-swift `freeze_vit`, VLM-R1 `freeze_vision_modules`). Default false.")
+    tower_gradient_checkpointing: bool | None = Field(
+        None, description="Recompute vision blocks in backward. Default: follows `gradient_checkpointing` (ms-swift)."
+    )
+
+
+class ExtraModel(Frozen):
+    model: str | None = Field(
+        None, description="Catalog id, directory or config.json of this model. Default: the policy's architecture."
+    )
+
+
+class RewardModel(Frozen):
+    model: str | None = Field(
+        None, description="A reward model (sequence classifier) to score rollouts. Default none: rule-based rewards."
+    )
+
+
+class PlacementGroup(Frozen):
+    roles: list[Role] = Field(description="Roles sharing these GPUs: actor, reference, critic, reward, vllm.")
+    gpus_per_node: Annotated[int, Field(ge=1)] = Field(description="GPUs per node of this group.")
+
+
+class Placement(Frozen):
+    """Where each model lives. Default: every role on the training GPUs, with vLLM beside them
+    (vllm_colocate) or on `rollout.num_gpus` GPUs of its own (vllm_separate)."""
+
+    groups: list[PlacementGroup] | None = Field(
+        None,
+        description="Explicit GPU groups, as OpenRLHF's colocate_actor_ref / colocate_critic_reward / "
+        "colocate_all_models place them. Default: derived from `rollout.engine`.",
+    )
+    process_per_role: bool = Field(
+        False,
+        description="Each role runs in its own process with its own CUDA context (OpenRLHF and ORZ Ray "
+        "actors); false when actor and reference share the training process (TRL, ms-swift, verl). Default false.",
+    )
+    offload_idle_models: bool = Field(
+        False,
+        description="Models are moved to CPU while another role computes (ORZ colocate_all backload/offload, "
+        "OpenRLHF deepspeed_enable_sleep + ref_reward_offload). Default false.",
+    )
+
+    @model_validator(mode="after")
+    def _each_role_once(self) -> Placement:
+        if self.groups is None:
+            return self
+        seen = [r for g in self.groups for r in g.roles]
+        twice = sorted({r.value for r in seen if seen.count(r) > 1})
+        if twice:
+            raise ValueError(f"roles placed twice: {', '.join(twice)}; each role belongs to one group")
+        if Role.actor not in seen:
+            raise ValueError("the actor must be placed in a group")
+        return self
