@@ -83,7 +83,7 @@ def in_process_timings(spec: Path, calls: int) -> dict[str, dict[str, float]]:
     from oomless.spec.load import load_run
 
     run = load_run(spec)
-    plan_only = time_calls(lambda: make_plan(run.spec, run.arch, run.gpu), calls, warmups=20)
+    plan_only = time_calls(lambda: make_plan(run.spec, run.arch, run.gpu, run.archs), calls, warmups=20)
 
     def whole_pipeline() -> dict[str, Any]:
         r = load_run(spec)

@@ -37,7 +37,7 @@ def merged(base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
 
 def plan_of(data: dict[str, Any]) -> Plan:
     run = resolve(parse_spec(data))
-    return make_plan(run.spec, run.arch, run.gpu)
+    return make_plan(run.spec, run.arch, run.gpu, run.archs)
 
 
 def phase_peak(plan: Plan, phase: str, role: str = "train") -> int:

@@ -70,7 +70,7 @@ from oomless.planner.plan import make_plan
 from oomless.planner.report import plan_to_dict
 from oomless.spec.load import load_run
 run = load_run(sys.argv[1])
-plan_to_dict(make_plan(run.spec, run.arch, run.gpu))
+plan_to_dict(make_plan(run.spec, run.arch, run.gpu, run.archs))
 heavy = sorted(m for m in ("torch", "transformers") if m in sys.modules)
 print(",".join(heavy))
 """

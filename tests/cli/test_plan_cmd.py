@@ -115,7 +115,7 @@ def test_json_is_internally_consistent(runner: CliRunner, spec: Path) -> None:
 
 def test_json_matches_the_library(runner: CliRunner) -> None:
     run = load_run(S1_AFTER)
-    assert plan_json(runner, S1_AFTER) == plan_to_dict(make_plan(run.spec, run.arch, run.gpu))
+    assert plan_json(runner, S1_AFTER) == plan_to_dict(make_plan(run.spec, run.arch, run.gpu, run.archs))
 
 
 def test_s1_before_breaks_at_load_and_s1_after_fits(runner: CliRunner) -> None:

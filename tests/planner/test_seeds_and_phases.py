@@ -15,7 +15,7 @@ SEEDS = EXAMPLES / "seeds"
 
 def plan_file(name: str):
     run = load_run(SEEDS / name)
-    return make_plan(run.spec, run.arch, run.gpu)
+    return make_plan(run.spec, run.arch, run.gpu, run.archs)
 
 
 def test_s1_before_colocated_breaks_at_load_on_the_training_gpu() -> None:

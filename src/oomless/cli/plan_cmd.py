@@ -28,7 +28,7 @@ def plan_command(
         from ..spec.load import load_run
 
         run = load_run(spec)
-        plan = make_plan(run.spec, run.arch, run.gpu)
+        plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)
         if as_json:

@@ -274,9 +274,13 @@ class GroupPlanner:
         already sharded on the GPU then (zero.Init during from_pretrained); DDP/ZeRO-1/2
         weights and all optimizer states arrive later. Source: TRL grpo_trainer.py
         (`__init__` builds the vLLM generator), transformers Trainer (`place_model_on_device`
-        is False under DeepSpeed/FSDP).
+        is False under DeepSpeed/FSDP). With `rollout.engine_starts_first` (ORZ, OpenRLHF) only
+        the engine's own process is there.
         """
         overheads = sum(c.num_bytes for c in self.overheads())
+        if self.spec.rollout.engine_starts_first:
+            own = [c for c in self.overheads() if c.name.startswith("vllm.") or not self.spec.placement.process_per_role]
+            return sum(c.num_bytes for c in own)
         sharded = S.SHARDING[self.spec.distribution.strategy].weights
         return overheads + (sum(m.weights + m.persistent for m in self.models.values()) if sharded else 0)
 

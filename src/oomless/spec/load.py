@@ -6,7 +6,7 @@ what is allowed; nothing here prints or exits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from ..catalog.gpus import GpuSpec, load_gpu
 from ..catalog.models import ModelArch, load_model
 from ..errors import InputError
 from .ignored import ignored_fields
-from .run import RolloutEngine, RunSpec
+from .run import Role, RolloutEngine, RunSpec
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class ResolvedRun:
     arch: ModelArch
     gpu: GpuSpec | None
     warnings: tuple[str, ...] = ()
+    archs: dict[Role, ModelArch] = field(default_factory=dict)
+    """Architectures of the critic and reward model when the spec names them."""
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -103,16 +105,31 @@ def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
         )
 
 
+def _model_ref(ref: str, base_dir: Path | None) -> str:
+    if base_dir is not None and not Path(ref).is_absolute() and (base_dir / ref).exists():
+        return str(base_dir / ref)
+    return ref
+
+
+def _load_as(field_name: str, ref: str, base_dir: Path | None) -> ModelArch:
+    try:
+        return load_model(_model_ref(ref, base_dir))
+    except InputError as err:
+        raise InputError(field_name, err.message) from None
+
+
 def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
-    """Resolve the model and GPU. A relative model path is tried against ``base_dir`` (the
-    spec's folder) before the catalog, so a spec can sit next to its config.json."""
-    model_ref = spec.model
-    if base_dir is not None and not Path(model_ref).is_absolute() and (base_dir / model_ref).exists():
-        model_ref = str(base_dir / model_ref)
-    arch = load_model(model_ref)
+    """Resolve the models and the GPU. A relative model path is tried against ``base_dir``
+    (the spec's folder) before the catalog, so a spec can sit next to its config.json."""
+    arch = load_model(_model_ref(spec.model, base_dir))
     gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu is not None else None
     check_against_arch(spec, arch)
-    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)))
+    archs: dict[Role, ModelArch] = {}
+    if spec.critic.model is not None:
+        archs[Role.critic] = _load_as("critic.model", spec.critic.model, base_dir)
+    if spec.reward_model.model is not None:
+        archs[Role.reward] = _load_as("reward_model.model", spec.reward_model.model, base_dir)
+    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)), archs)
 
 
 def load_run(path: str | Path) -> ResolvedRun:

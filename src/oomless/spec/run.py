@@ -160,6 +160,11 @@ class Rollout(_Frozen):
         description="vllm_colocate: the engine runs inside the training process and shares its CUDA "
         "context (TRL, ms-swift, verl); false for separate worker processes (OpenRLHF, ORZ). Default true.",
     )
+    engine_starts_first: bool = Field(
+        False,
+        description="The engine is created before the training models are loaded (ORZ, OpenRLHF create vLLM "
+        "engines first); false: after from_pretrained and before deepspeed.initialize (TRL, ms-swift). Default false.",
+    )
     offload_model: bool = Field(False, description="Move training (and reference) weights to CPU during rollout (ms-swift). Default false.")
     offload_optimizer: bool = Field(False, description="Move optimizer states to CPU during rollout (ms-swift). Default false.")
 
