@@ -119,3 +119,20 @@ def test_logits_modes_lower_train_peak(logits: str) -> None:
     full = plan_of(data)
     other = plan_of(merged(data, logits=logits))
     assert phase_peak(other, "train") < phase_peak(full, "train")
+
+
+def test_s4_before_breaks_at_load_because_the_engine_took_the_card() -> None:
+    plan = plan_file("s4-before.yaml")
+    assert not plan.fits
+    assert (plan.binding.phase, plan.binding.device) == ("load", "gpu")
+    # The engine reserved 0.85 × 79.15 GiB before the models: the report's 66.85 GiB
+    # allocated by PyTorch is that reservation less its non-torch part, within 1 %.
+    torch_allocated = plan.engine.requested_bytes - plan.engine.non_torch_bytes
+    assert abs(torch_allocated / GiB - 66.85) / 66.85 < 0.01
+    # The engine's own start-up check passes: it was created on an empty GPU.
+    start = next(c for c in plan.constraints if c.component == "vllm.gpu_memory_utilization")
+    assert start.ok
+
+
+def test_s4_after_fits() -> None:
+    assert plan_file("s4-after.yaml").fits

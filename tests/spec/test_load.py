@@ -154,3 +154,18 @@ def test_relative_model_path_is_read_next_to_the_spec(tmp_path: Path) -> None:
     spec.write_text("model: tiny\nhardware: {gpu_capacity_gib: 10, gpus_per_node: 1}\nrollout: {engine: hf}\n")
     run = load_run(spec)
     assert run.arch.hidden_size == 8
+
+
+@pytest.mark.parametrize(
+    ("groups", "fragment"),
+    [
+        ([{"roles": ["actor", "vllm"], "gpus_per_node": 4}, {"roles": ["actor"], "gpus_per_node": 1}], "roles placed twice: actor"),
+        ([{"roles": ["reference", "vllm"], "gpus_per_node": 4}], "the actor must be placed"),
+        ([{"roles": ["actor", "vllm"], "gpus_per_node": 8}], "use 8 GPUs per node; hardware.gpus_per_node is 4"),
+        ([{"roles": ["actor"], "gpus_per_node": 4}], "no placement group holds vllm"),
+        ([{"roles": ["actor", "critic", "vllm"], "gpus_per_node": 4}], "a critic is placed but algorithm is not ppo"),
+    ],
+)
+def test_placement_groups_are_validated(groups: list, fragment: str) -> None:
+    with pytest.raises(InputError, match=fragment):
+        parse_spec(merged(BASE_SPEC, **{"placement.groups": groups}))

@@ -1,0 +1,84 @@
+"""PPO and relatives: roles, placement groups, per-role states and processes."""
+
+from __future__ import annotations
+
+from oomless.catalog.models import load_model
+from oomless.memory import constants as C
+from oomless.memory import params as P
+from oomless.planner.roles import num_value_model_parameters
+from oomless.spec.run import Role
+from tests.helpers import BASE_SPEC, component, merged, plan_of
+
+PPO = merged(BASE_SPEC, algorithm="ppo")
+
+
+def test_value_model_drops_the_vocab_head_and_adds_a_scalar_head() -> None:
+    arch = load_model("Qwen/Qwen2.5-7B-Instruct")  # untied lm_head of 152064 × 3584
+    assert num_value_model_parameters(arch) == P.num_parameters(arch) - 152_064 * 3_584 + 3_584
+
+
+def test_ppo_adds_a_trained_critic_with_its_own_phase() -> None:
+    plan = plan_of(PPO)
+    assert set(plan.models) == {Role.actor, Role.reference, Role.critic}
+    names = [p.name for p in plan.devices[0].phases]
+    assert names == ["load", "rollout", "logprob", "critic_train", "train", "optimizer", "weight_sync"]
+    critic = plan.models[Role.critic]
+    assert critic.trainable and critic.optimizer > 0
+    # The critic's optimizer states sit on the GPU beside the actor's from load on.
+    assert component(plan, "load", "critic.optimizer_states") == critic.optimizer
+    assert component(plan, "critic_train", "critic.grads") == critic.grads
+    assert component(plan, "critic_train", "logits") == 0  # a value head, no vocabulary logits
+
+
+def test_grpo_has_no_critic_and_dapo_no_reference() -> None:
+    assert Role.critic not in plan_of(BASE_SPEC).models
+    dapo = plan_of(merged(BASE_SPEC, algorithm="dapo"))
+    assert Role.reference not in dapo.models
+
+
+def test_dapo_oversampling_grows_hf_generation() -> None:
+    base = merged(BASE_SPEC, algorithm="dapo", **{"rollout.engine": "hf", "rollout.sleep_level": 0})
+    once = plan_of(base)
+    thrice = plan_of(merged(base, **{"batch.oversample_factor": 3}))
+    assert component(thrice, "rollout", "generate.kv_cache") == 3 * component(once, "rollout", "generate.kv_cache")
+
+
+def test_separate_groups_shard_each_model_over_its_own_gpus() -> None:
+    # OpenRLHF without colocate_all: actor+reference on 2 GPUs, critic on 2, vLLM on 4.
+    data = merged(PPO, **{
+        "hardware.gpus_per_node": 8, "rollout.engine": "vllm_separate", "rollout.sleep_level": 0,
+        "placement.groups": [
+            {"roles": ["actor", "reference"], "gpus_per_node": 2},
+            {"roles": ["critic"], "gpus_per_node": 2},
+            {"roles": ["vllm"], "gpus_per_node": 4},
+        ],
+    })
+    plan = plan_of(data)
+    assert [d.role for d in plan.devices] == ["train", "critic", "rollout"]
+    assert plan.models[Role.actor].num_shards == 2
+    assert plan.models[Role.critic].num_shards == 2
+    critic_gpu = plan.devices[1]
+    assert [p.name for p in critic_gpu.phases] == ["load", "logprob", "critic_train", "optimizer"]
+
+
+def test_process_per_role_pays_a_context_per_process() -> None:
+    shared = plan_of(PPO)
+    split = plan_of(merged(PPO, **{"placement.process_per_role": True}))
+    ctx = lambda plan: sum(c.num_bytes for c in plan.devices[0].phases[0].components if c.name.endswith("cuda_context"))  # noqa: E731
+    assert ctx(shared) == C.CUDA_CONTEXT_BYTES
+    assert ctx(split) == 4 * C.CUDA_CONTEXT_BYTES  # actor, reference, critic, vLLM worker
+
+
+def test_offloading_idle_models_frees_the_gpu_and_fills_the_host() -> None:
+    on = plan_of(merged(PPO, **{"placement.offload_idle_models": True}))
+    off = plan_of(PPO)
+    assert component(on, "train", "critic.optimizer_states") == 0
+    assert component(off, "train", "critic.optimizer_states") > 0
+    host = {c.name for p in on.host.phases for c in p.components}
+    assert "moved_to_cpu.critic.optimizer_states" in host
+
+
+def test_engine_created_first_sees_an_empty_gpu() -> None:
+    first = plan_of(merged(PPO, **{"rollout.engine_starts_first": True}))
+    start = next(c for c in first.constraints if c.component == "vllm.gpu_memory_utilization")
+    assert start.available_bytes == first.shape.capacity_bytes - C.CUDA_CONTEXT_BYTES - C.NCCL_COMMUNICATOR_BYTES
