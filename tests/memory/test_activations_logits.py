@@ -27,10 +27,22 @@ def test_layer_saved_bytes_per_token_by_hand(attention: AttentionImpl, seq_len: 
 
 
 def test_training_saved_by_hand() -> None:
-    # 2 sequences × 10 tokens; per token: 2 layers × 344 + head (6·8 + 2·8 = 64).
-    assert A.training_saved_activation_bytes(TINY, AttentionImpl.sdpa, False, 2, 10) == 20 * (2 * 344 + 64)
+    # 2 sequences × 10 tokens; per token: 2 layers × 344 + head (6·8 + 2·8 = 64); plus the
+    # shared [2, 1, 10, 10] bf16 mask of sdpa with padding (400 B).
+    assert A.training_saved_activation_bytes(TINY, AttentionImpl.sdpa, False, 2, 10) == 20 * (2 * 344 + 64) + 400
     # Checkpointing keeps the 2h = 16-byte layer input per layer.
-    assert A.training_saved_activation_bytes(TINY, AttentionImpl.sdpa, True, 2, 10) == 20 * (2 * 16 + 64)
+    assert A.training_saved_activation_bytes(TINY, AttentionImpl.sdpa, True, 2, 10) == 20 * (2 * 16 + 64) + 400
+    # flash-attention takes no dense mask.
+    assert A.training_saved_activation_bytes(TINY, AttentionImpl.flash_attention_2, True, 2, 10) == 20 * (2 * 16 + 64)
+    # LoRA branches add their saved inputs per layer when nothing is recomputed.
+    assert A.training_saved_activation_bytes(TINY, AttentionImpl.sdpa, False, 2, 10, 100) == 20 * (2 * 444 + 64) + 400
+
+
+def test_lora_branch_by_hand() -> None:
+    # Adapted inputs of widths 8 and 16, r=2: fp32 input 4·d + lora_A output 4·2; with
+    # dropout a 1-byte mask per input element too.
+    assert A.lora_saved_bytes_per_token([8, 16], 2, False) == (32 + 8) + (64 + 8)
+    assert A.lora_saved_bytes_per_token([8, 16], 2, True) == (40 + 8) + (80 + 8)
 
 
 def test_backward_transient_by_hand() -> None:
@@ -56,15 +68,15 @@ def test_checkpointing_saves_memory_for_real_models() -> None:
 
 
 def test_logits_by_hand() -> None:
-    # 10 completion tokens × V=32 = 320 logits.
-    assert L.training_logits_bytes(TINY, LogitsMode.full, 10, 2048, True) == 320 * 14
+    # 2 sequences × 5 completion tokens × V=32 = 320 logits.
+    assert L.training_logits_bytes(TINY, LogitsMode.full_bf16, 2, 5, 2048) == 320 * 6
+    assert L.training_logits_bytes(TINY, LogitsMode.full_fp32, 2, 5, 2048) == 320 * 14
     # chunked, 4-row chunks: 320·4 + 4·32·12.
-    assert L.training_logits_bytes(TINY, LogitsMode.chunked, 10, 4, True) == 320 * 4 + 128 * 12
-    # fused: Liger chunk rows next_pow2(ceil(10 / ceil(32/8))) = 4; 4·32·6 + fp32 grad of lm_head 32·8·4.
-    assert L.liger_chunk_rows(TINY, 10) == 4
-    assert L.training_logits_bytes(TINY, LogitsMode.fused, 10, 2048, True) == 4 * 32 * 6 + 32 * 8 * 4
-    assert L.training_logits_bytes(TINY, LogitsMode.fused, 10, 2048, False) == 4 * 32 * 6
-    assert L.logprob_logits_bytes(TINY, LogitsMode.full, 10, 2048) == 320 * 6
+    assert L.training_logits_bytes(TINY, LogitsMode.chunked, 2, 5, 4) == 320 * 4 + 128 * 12
+    # fused (Liger GRPO loss): one sequence's 5·32 logits at 14 B + bf16 grad of lm_head 32·8·2.
+    assert L.training_logits_bytes(TINY, LogitsMode.fused, 2, 5, 2048) == 5 * 32 * 14 + 32 * 8 * 2
+    assert L.logprob_logits_bytes(TINY, LogitsMode.full_bf16, 2, 5, 2048) == 320 * 4
+    assert L.logprob_logits_bytes(TINY, LogitsMode.full_fp32, 2, 5, 2048) == 320 * 6
 
 
 def test_qwen_logits_match_research_example() -> None:

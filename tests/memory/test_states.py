@@ -33,7 +33,7 @@ def test_composed_zero2_optimizer_step_is_deepspeeds_18_bytes() -> None:
     plan = plan_of(data)
     psi, n = P.num_parameters(plan.arch), plan.models[Role.actor].num_shards
     states = sum(component(plan, "optimizer", name) for name in
-                 ("policy.weights", "policy.grads", "policy.optimizer_states", "optimizer.fp32_grads"))
+                 ("policy.weights", "policy.grads", "policy.master_weights", "policy.optimizer_states", "optimizer.fp32_grads"))
     assert states == pytest.approx(2 * psi + 18 * psi / n, abs=4)
 
 
@@ -44,7 +44,7 @@ def test_composed_zero3_training_states_are_the_papers_16_bytes_over_n() -> None
     # gradients alive at that moment, as its ZeRO-2 estimator does.
     plan = plan_of(merged(BASE_SPEC, **{"rollout.engine": "hf", "rollout.sleep_level": 0, "kl_beta": 0.0}))
     psi, n = P.num_parameters(plan.arch), plan.models[Role.actor].num_shards
-    train = sum(component(plan, "train", name) for name in ("policy.weights", "policy.grads", "policy.optimizer_states"))
+    train = sum(component(plan, "train", name) for name in ("policy.weights", "policy.grads", "policy.master_weights", "policy.optimizer_states"))
     assert train == pytest.approx(16 * psi / n, abs=8)
     assert component(plan, "optimizer", "optimizer.fp32_grads") == pytest.approx(4 * psi / n, abs=4)
 

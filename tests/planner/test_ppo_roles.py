@@ -25,7 +25,7 @@ def test_ppo_adds_a_trained_critic_with_its_own_phase() -> None:
     critic = plan.models[Role.critic]
     assert critic.trainable and critic.optimizer > 0
     # The critic's optimizer states sit on the GPU beside the actor's from load on.
-    assert component(plan, "load", "critic.optimizer_states") == critic.optimizer
+    assert component(plan, "load", "critic.master_weights") + component(plan, "load", "critic.optimizer_states") == critic.optimizer
     assert component(plan, "critic_train", "critic.grads") == critic.grads
     assert component(plan, "critic_train", "logits") == 0  # a value head, no vocabulary logits
 

@@ -159,7 +159,7 @@ def test_relative_model_path_is_read_next_to_the_spec(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("groups", "fragment"),
     [
-        ([{"roles": ["actor", "vllm"], "gpus_per_node": 4}, {"roles": ["actor"], "gpus_per_node": 1}], "roles placed twice: actor"),
+        ([{"roles": ["actor", "actor", "vllm"], "gpus_per_node": 4}], "lists actor twice"),
         ([{"roles": ["reference", "vllm"], "gpus_per_node": 4}], "the actor must be placed"),
         ([{"roles": ["actor", "vllm"], "gpus_per_node": 8}], "use 8 GPUs per node; hardware.gpus_per_node is 4"),
         ([{"roles": ["actor"], "gpus_per_node": 4}], "no placement group holds vllm"),

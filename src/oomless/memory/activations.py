@@ -97,27 +97,32 @@ def head_saved_bytes_per_token(arch: ModelArch) -> int:
 
 
 def training_saved_activation_bytes(
-    arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int
+    arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
+    lora_per_token: int = 0,
 ) -> int:
-    """Activations alive at the end of the forward pass of one micro-batch (excluding logits)."""
+    """Activations alive at the end of the forward pass of one micro-batch (excluding logits):
+    every layer's saved tensors (with LoRA, the adapter branches' ``lora_per_token`` too), or
+    only layer inputs under checkpointing, plus the head and the dense attention mask."""
     tokens = num_sequences * seq_len
     per_layer = (
         checkpointed_layer_input_bytes_per_token(arch)
         if checkpointing
-        else decoder_layer_saved_bytes_per_token(arch, attention, seq_len)
+        else decoder_layer_saved_bytes_per_token(arch, attention, seq_len) + lora_per_token
     )
-    return tokens * (arch.num_layers * per_layer + head_saved_bytes_per_token(arch))
+    mask = dense_attention_mask_bytes(attention, num_sequences, seq_len)
+    return tokens * (arch.num_layers * per_layer + head_saved_bytes_per_token(arch)) + mask
 
 
 def backward_transient_bytes(
-    arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int
+    arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
+    lora_per_token: int = 0,
 ) -> int:
     """Extra memory while backpropagating through one layer: the gradient flowing in and
     out of the layer (2 × 2h per token) and, with checkpointing, the recomputed layer's
     saved tensors. Source: torch.utils.checkpoint recomputes one layer at a time."""
     tokens = num_sequences * seq_len
     grads = 2 * B * arch.hidden_size
-    recompute = decoder_layer_saved_bytes_per_token(arch, attention, seq_len) if checkpointing else 0
+    recompute = decoder_layer_saved_bytes_per_token(arch, attention, seq_len) + lora_per_token if checkpointing else 0
     return tokens * (grads + recompute)
 
 
@@ -146,5 +151,29 @@ def inference_layer_peak_bytes_per_token(arch: ModelArch, tensor_parallel_size: 
 
 
 def inference_forward_peak_bytes(arch: ModelArch, num_tokens: int, tensor_parallel_size: int = 1) -> int:
-    """Activation peak of a no-grad forward over ``num_tokens`` tokens (excluding logits)."""
+    """Activation peak of a no-grad forward over ``num_tokens`` tokens (excluding logits and
+    any attention mask)."""
     return num_tokens * inference_layer_peak_bytes_per_token(arch, tensor_parallel_size)
+
+
+def dense_attention_mask_bytes(attention: AttentionImpl, num_sequences: int, seq_len: int) -> int:
+    """The 4-D additive mask [b, 1, s, s] transformers builds in the model dtype for sdpa with
+    padding and for eager; one tensor shared by every layer (saved once for backward).
+    flash_attention_2 takes the padding as cu_seqlens and has no such mask.
+    Source: transformers `modeling_attn_mask_utils._prepare_4d_causal_attention_mask_for_sdpa`
+    and `masking_utils` (bf16 min-value mask). Assumes: prompts are padded (batched GRPO)."""
+    if attention == AttentionImpl.flash_attention_2:
+        return 0
+    return num_sequences * seq_len * seq_len * B
+
+
+def lora_saved_bytes_per_token(in_features_of_targets: list[int], rank: int, dropout: bool) -> int:
+    """What PEFT's LoRA branch saves per token, summed over a layer's adapted linears.
+
+    PEFT casts the layer input to the adapters' fp32 (`_cast_input_dtype`), applies dropout
+    (a bool mask is saved when p > 0) and saves the fp32 input of lora_A (4·d_in) and of
+    lora_B (4·r); the sum with the base output saves nothing.
+    Source: peft/tuners/lora/layer.py (`Linear.forward`, autocast_adapter_dtype=True).
+    """
+    mask = 1 if dropout else 0
+    return sum((F + mask) * d_in + F * rank for d_in in in_features_of_targets)

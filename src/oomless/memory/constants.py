@@ -52,13 +52,16 @@ Source: llm-d empirical-vllm-memory-results.md (H100, vLLM V1)."""
 VLLM_CUDA_GRAPH_BYTES = 1 * units.GiB
 """CUDA graph pool of a vLLM worker when enforce_eager is false. verl's docs give
 0.1-1.5 GiB typically; we take 1 GiB, in the upper half, because the pool stays on the GPU
-through sleep and an underestimate crashes the run. Counted inside the utilization budget
-(vLLM >= 0.21 profiles graphs by default)."""
+through sleep and an underestimate crashes the run. vLLM >= 0.21 profiles graphs and counts
+them inside the utilization budget; older versions capture them after sizing the KV cache,
+on top of the budget (`rollout.cuda_graphs_in_budget`)."""
 
-VLLM_SAMPLER_BYTES_PER_LOGIT = BF16_BYTES + FP32_BYTES + FP32_BYTES
-"""vLLM's dummy sampler run in profile_run: bf16 logits from lm_head, their fp32 copy and
-fp32 probabilities, over min(max_num_seqs, max_num_batched_tokens) rows.
-Source: vllm/v1/worker/gpu_model_runner.py `_dummy_sampler_run`, v1/sample/sampler.py."""
+VLLM_SAMPLER_BYTES_PER_LOGIT = BF16_BYTES + FP32_BYTES + FP32_BYTES + 8 + FP32_BYTES
+"""vLLM V1's dummy sampler run in profile_run, over min(max_num_seqs, max_num_batched_tokens)
+rows: bf16 logits from lm_head (2), their fp32 copy (4), and top-k/top-p — which the dummy run
+enables (top_p 0.9, top_k V−1) — sorts them: fp32 sorted values (4) + int64 indices (8) +
+fp32 probabilities (4) = 22 bytes per logit. Source: vllm/v1/worker/gpu_model_runner.py
+`_dummy_sampler_run`, vllm/v1/sample/ops/topk_topp_sampler.py `apply_top_k_top_p`."""
 
 VLLM_BLOCK_SIZE = 16
 """vLLM KV-cache block size in tokens (default). Source: vllm/config/cache.py."""
@@ -87,3 +90,55 @@ DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES)."""
 HF_CHECKPOINT_SHARD_BYTES = 5 * units.GB
 """transformers `save_pretrained(max_shard_size="5GB")` default: the largest checkpoint file
 a rank loads at once under sharded initialisation."""
+
+# --- vision (image processors; used by memory/vision.py) ------------------------------------
+QWEN_VL_MIN_PIXELS = 4 * 28 * 28
+"""3,136 = 56·56: 4 LLM tokens of 28×28 px. transformers `Qwen2VLImageProcessor` default
+`min_pixels=56 * 56`; qwen-vl-utils `MIN_PIXELS = 4 * 28 * 28` (vision_process.py)."""
+
+QWEN_VL_MAX_PIXELS = 16384 * 28 * 28
+"""12,845,056: 16,384 LLM tokens of 28×28 px. qwen-vl-utils `MAX_PIXELS = 16384 * 28 * 28`
+(vision_process.py) and Qwen2.5-VL's preprocessor_config.json; what vLLM profiles with."""
+
+HF_QWEN2_VL_PROCESSOR_MAX_PIXELS = 1280 * 28 * 28
+"""1,003,520: transformers `Qwen2VLImageProcessor.__init__` default `max_pixels=28 * 28 * 1280`
+(models/qwen2_vl/image_processing_qwen2_vl.py), used when no preprocessor config overrides it."""
+
+QWEN_VL_MAX_ASPECT_RATIO = 200
+"""`smart_resize` rejects max(h, w) / min(h, w) > 200 (transformers and qwen-vl-utils)."""
+
+INTERNVL_MIN_TILES = 1
+INTERNVL_MAX_TILES = 12
+"""InternVL `dynamic_preprocess(min_num=1, max_num=12)`; InternVL2.5/3 config.json
+`min_dynamic_patch: 1`, `max_dynamic_patch: 12`."""
+
+INTERNVL_USE_THUMBNAIL = True
+"""InternVL configs set `use_thumbnail: true`: an image cut into more than one tile gets one
+extra whole-image 448 px tile (`dynamic_preprocess(..., use_thumbnail=True)`)."""
+
+# --- pinned host memory (used by memory/pinned.py) ------------------------------------------
+CUDA_SMALL_REQUEST_MAX_BYTES = 1 * units.MiB
+"""kSmallSize: blocks up to 1 MiB are served from the small pool, larger ones from the large
+pool. Source: c10/cuda/CUDACachingAllocator.cpp (torch 2.x; moved to c10/core/AllocatorConfig.h
+in newer releases), `get_pool`."""
+
+CUDA_SMALL_SEGMENT_BYTES = 2 * units.MiB
+"""kSmallBuffer: a new small-pool segment is 2 MiB, shared by small blocks.
+Source: c10/cuda/CUDACachingAllocator.cpp `get_allocation_size`."""
+
+CUDA_LARGE_SEGMENT_BYTES = 20 * units.MiB
+"""kLargeBuffer: a block of 1-10 MiB opens a 20 MiB segment that later blocks share (newer
+torch: `large_segment_size`, default 20 MiB). Source: `get_allocation_size`."""
+
+CUDA_MIN_LARGE_ALLOC_BYTES = 10 * units.MiB
+"""kMinLargeAlloc: a block of at least 10 MiB that fits no free block gets its own segment.
+Source: `get_allocation_size`."""
+
+CUDA_LARGE_ROUNDING_BYTES = 2 * units.MiB
+"""kRoundLarge: such an own segment is rounded up to a multiple of 2 MiB.
+Source: `get_allocation_size`."""
+
+VLLM_VOCAB_PADDING_SIZE = 64
+"""vLLM pads the vocab of VocabParallelEmbedding/ParallelLMHead to a multiple of 64 before
+splitting it over TP ranks. Source: vllm/model_executor/layers/vocab_parallel_embedding.py
+(DEFAULT_VOCAB_PADDING_SIZE, pad_vocab_size)."""

@@ -97,10 +97,19 @@ class EngineBudget:
     activation_bytes: int
     non_torch_bytes: int
     cuda_graph_bytes: int
+    graphs_in_budget: bool = True
+    """vLLM >= 0.21 profiles CUDA graphs inside the budget; older versions capture them after
+    the KV cache is sized, on top of it (vllm#11251; v0.21 release notes)."""
 
     @property
     def kv_cache_bytes(self) -> int:
-        return self.requested_bytes - self.weight_bytes - self.activation_bytes - self.non_torch_bytes - self.cuda_graph_bytes
+        graphs = self.cuda_graph_bytes if self.graphs_in_budget else 0
+        return self.requested_bytes - self.weight_bytes - self.activation_bytes - self.non_torch_bytes - graphs
+
+    @property
+    def footprint_bytes(self) -> int:
+        """What the engine holds on the GPU awake, beyond its CUDA context."""
+        return self.requested_bytes + (0 if self.graphs_in_budget else self.cuda_graph_bytes)
 
 
 def engine_budget(
@@ -112,6 +121,7 @@ def engine_budget(
     max_num_batched_tokens: int,
     max_num_seqs: int,
     enforce_eager: bool,
+    graphs_in_budget: bool = True,
 ) -> EngineBudget:
     return EngineBudget(
         requested_bytes=requested_bytes(capacity_bytes, utilization),
@@ -119,6 +129,7 @@ def engine_budget(
         activation_bytes=profile_activation_bytes(arch, tensor_parallel_size, max_num_batched_tokens, max_num_seqs),
         non_torch_bytes=non_torch_bytes(tensor_parallel_size),
         cuda_graph_bytes=cuda_graph_bytes(enforce_eager),
+        graphs_in_budget=graphs_in_budget,
     )
 
 
@@ -131,5 +142,5 @@ def residue_after_sleep_bytes(budget: EngineBudget, sleep_level: int) -> int:
     "kv_cache"). Assumes: torch's cached activation blocks of the profile run were returned.
     """
     if sleep_level == 0:
-        return budget.requested_bytes
+        return budget.footprint_bytes
     return budget.cuda_graph_bytes + budget.non_torch_bytes

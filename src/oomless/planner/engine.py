@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..catalog.models import ModelArch
 from ..memory import constants as C
 from ..memory import params as P
@@ -20,9 +22,9 @@ def engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBu
     weights = S.frozen_weight_bytes(arch, spec.finetune) if qlora else P.num_parameters(arch) * C.BF16_BYTES
     budget = V.engine_budget(
         arch, weights, shape.capacity_bytes, ro.gpu_memory_utilization, ro.tensor_parallel_size,
-        shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, ro.enforce_eager,
+        shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, ro.enforce_eager, ro.cuda_graphs_in_budget,
     )
     encoder = VT.engine_encoder_bytes(spec, shape, arch)
     if encoder > budget.activation_bytes:
-        budget = V.EngineBudget(budget.requested_bytes, budget.weight_bytes, encoder, budget.non_torch_bytes, budget.cuda_graph_bytes)
+        budget = dataclasses.replace(budget, activation_bytes=encoder)
     return budget

@@ -22,6 +22,7 @@ Residency rules (Assumes:):
 
 from __future__ import annotations
 
+from ..catalog.models import ModelArch
 from ..memory import activations as A
 from ..memory import constants as C
 from ..memory import logits as L
@@ -84,21 +85,32 @@ class GroupPlanner:
         return out
 
     def states(self, phase: str, active: tuple[Role, ...] = (), grads_of: tuple[Role, ...] = ()) -> list[Component]:
-        """Each model's weights and optimizer states where they are on the GPU in ``phase``."""
+        """Each model's weights, optimizer states, gradients and buffers where they are on the
+        GPU in ``phase``. ms-swift's `offload_optimizer` moves the optimizer states (Adam m, v)
+        but not the fp32 master weights, and only with a sleeping engine."""
         spec, ro, out = self.spec, self.spec.rollout, []
+        rollout_offload = ro.sleep_level > 0
         for role, m in self.models.items():
             idle_offloaded = spec.placement.offload_idle_models and phase != "load" and role not in active
-            weights_out = idle_offloaded or (phase == "rollout" and ro.offload_model and role in (Role.actor, Role.reference))
-            opt_out = idle_offloaded or (phase in ("rollout", "weight_sync") and ro.offload_optimizer and role == Role.actor)
+            weights_out = idle_offloaded or (
+                phase == "rollout" and rollout_offload and ro.offload_model and role in (Role.actor, Role.reference)
+            )
+            states_out = idle_offloaded or (
+                phase in ("rollout", "weight_sync") and rollout_offload and ro.offload_optimizer and role == Role.actor
+            )
             p = PREFIX[role]
             if not weights_out:
                 out += [_c(f"{p}.weights", Category.PARAM, m.weights), _c(f"{p}.persistent_params", Category.PARAM, m.persistent)]
-            if m.trainable and not opt_out:
-                out.append(_c(f"{p}.optimizer_states", Category.OPT, m.optimizer))
-            if m.trainable and not idle_offloaded:
-                out.append(_c("zero.reduce_buckets", Category.GRAD, m.reduce_bucket))
-            if role in grads_of:
+            if not m.trainable or idle_offloaded:
+                continue
+            out.append(_c(f"{p}.master_weights", Category.OPT, m.master))
+            if not states_out:
+                out.append(_c(f"{p}.optimizer_states", Category.OPT, m.optimizer_states))
+            if role in grads_of or (m.grads_persistent and phase != "load"):
                 out.append(_c(f"{p}.grads", Category.GRAD, m.grads))
+            in_backward = role in grads_of and phase.endswith("train")
+            if m.bucket_persistent or in_backward:
+                out.append(_c("zero.reduce_buckets", Category.GRAD, m.reduce_bucket))
         return out
 
     def engine_awake(self) -> list[Component]:
@@ -114,8 +126,15 @@ class GroupPlanner:
         ]
 
     def engine_residue(self) -> list[Component]:
-        if not self.has_engine or self.spec.rollout.sleep_level == 0:
-            return self.engine_awake()
+        """The engine between rollouts. Awake (level 0) it keeps weights, KV cache, graphs and
+        non-torch memory; its profile-run activations are free blocks of the caching
+        allocator, which a trainer in the same process reuses. Asleep, graphs and non-torch
+        memory stay."""
+        if not self.has_engine:
+            return []
+        if self.spec.rollout.sleep_level == 0:
+            in_process = bool(self.models) and not self.spec.placement.process_per_role and self.spec.rollout.engine_in_trainer_process
+            return [c for c in self.engine_awake() if not (in_process and c.name == "vllm.profile_activations")]
         return [
             _c("vllm.non_torch", Category.OTHER, self.budget.non_torch_bytes),
             _c("vllm.cuda_graphs", Category.OTHER, self.budget.cuda_graph_bytes),
@@ -138,7 +157,18 @@ class GroupPlanner:
         comps = self.overheads() + self.states("rollout", active=(Role.actor,) if hf else ()) + self.engine_awake()
         if hf:
             comps += self.hf_generate()
+        comps.append(_c("trainer_cached_blocks", Category.OTHER, self.cached_blocks_at_wake_up()))
         return "rollout", _finish(comps)
+
+    def cached_blocks_at_wake_up(self) -> int:
+        """Blocks the trainer freed after its last step but PyTorch still caches. A sleeping
+        engine wakes through cuMem, which cannot use them: the documented wake-up OOM (verl
+        #302, ms-swift #5099). Zero when the framework empties the cache first."""
+        ro = self.spec.rollout
+        if ro.empty_cache_before_rollout or ro.sleep_level == 0 or not self.has_engine or Role.actor not in self.models:
+            return 0
+        work = self.training_work(Role.actor)
+        return sum(c.num_bytes for c in work if c.category in (Category.ACT, Category.TEMP))
 
     def hf_generate(self) -> list[Component]:
         """transformers `generate` in the training process for the whole local rollout batch.
@@ -176,11 +206,12 @@ class GroupPlanner:
         comps = [
             _c("zero.gathered_params", Category.PARAM, m.gathered),
             _c("activations", Category.ACT, A.inference_forward_peak_bytes(arch, seqs * shape.seq_len)),
+            _c("attention_mask", Category.ACT, A.dense_attention_mask_bytes(self.spec.attention, seqs, shape.seq_len)),
             _c("vision.activations", Category.ACT, VT.inference_bytes(self.spec, shape, arch, seqs)),
         ]
         if role in (Role.actor, Role.reference):
-            tokens = seqs * shape.completion_len
-            comps.append(_c("logits", Category.TEMP, L.logprob_logits_bytes(arch, self.spec.logits, tokens, self.spec.logits_chunk_rows)))
+            logits = L.logprob_logits_bytes(arch, self.spec.logits, seqs, shape.completion_len, self.spec.logits_chunk_rows)
+            comps.append(_c("logits", Category.TEMP, logits))
         return comps
 
     def logprob(self) -> Phase | None:
@@ -198,16 +229,16 @@ class GroupPlanner:
         spec, shape, m = self.spec, self.shape, self.models[role]
         gc, attn, arch = spec.gradient_checkpointing, spec.attention, m.arch
         seqs = shape.train_sequences
+        lora = lora_per_token(spec, arch) if role == Role.actor else 0
         comps = [
             _c("zero.gathered_params", Category.PARAM, m.gathered),
-            _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, seqs, shape.seq_len)),
+            _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, seqs, shape.seq_len, lora)),
             _c("vision.activations", Category.ACT, VT.training_bytes(spec, shape, arch, seqs) if role == Role.actor else 0),
         ]
-        transient = A.backward_transient_bytes(arch, attn, gc, seqs, shape.seq_len)
+        transient = A.backward_transient_bytes(arch, attn, gc, seqs, shape.seq_len, lora)
         logits = 0
         if role == Role.actor:
-            full_ft = spec.finetune.method == FinetuneMethod.full
-            logits = L.training_logits_bytes(arch, spec.logits, seqs * shape.completion_len, spec.logits_chunk_rows, full_ft)
+            logits = L.training_logits_bytes(arch, spec.logits, seqs, shape.completion_len, spec.logits_chunk_rows)
         if logits >= transient:
             comps.append(_c("logits", Category.TEMP, logits))
         else:
@@ -225,7 +256,7 @@ class GroupPlanner:
             if not m.trainable:
                 continue
             comps = self.overheads() + self.states("optimizer", active=(role,), grads_of=(role,)) + self.engine_residue()
-            comps += [_c("optimizer.fp32_grads", Category.GRAD, m.fp32_grads), _c("zero.allgather_bucket", Category.PARAM, m.allgather_bucket)]
+            comps.append(_c("optimizer.fp32_grads", Category.GRAD, m.fp32_grads))
             candidates.append(_finish(comps))
         if not candidates:
             return None
@@ -236,7 +267,9 @@ class GroupPlanner:
         1/2 wake "weights" first); under ZeRO-3/FSDP the actor gathers one parameter at a time
         for full fine-tuning and the whole model for LoRA (the adapter merge needs every base
         weight), then merges adapters module by module. A vLLM-only GPU receives the
-        broadcast through NCCL. Source: TRL `_move_model_to_vllm`, ms-swift
+        broadcast through an NCCL communicator when the engine is a separate server (TRL
+        vllm-serve, OpenRLHF); an engine inside a trainer process (ms-swift 3.x) loads the
+        weights in-process. Source: TRL `_move_model_to_vllm`, ms-swift
         `move_model_batches`, OpenRLHF `broadcast_to_vllm`."""
         spec = self.spec
         if spec.rollout.engine == RolloutEngine.hf or not (Role.actor in self.models or self.has_engine):
@@ -250,7 +283,7 @@ class GroupPlanner:
                 comps.append(_c("sync.gathered_params", Category.PARAM, gather))
             if lora:
                 comps.append(_c("sync.lora_merge_delta", Category.TEMP, lora_merge_delta_bytes(m.arch)))
-        else:
+        elif not spec.rollout.engine_in_trainer_process:
             comps.append(_c("nccl", Category.OTHER, C.NCCL_COMMUNICATOR_BYTES))
         return "weight_sync", _finish(comps)
 
@@ -269,25 +302,36 @@ class GroupPlanner:
     def engine_start_resident_bytes(self) -> int:
         """GPU bytes in use when a colocated engine checks free memory at start-up.
 
-        Assumes the order of TRL, ms-swift and ORZ: the engine is built after from_pretrained
-        and before accelerator.prepare/deepspeed.initialize. ZeRO-3 and FSDP weights are
-        already sharded on the GPU then (zero.Init during from_pretrained); DDP/ZeRO-1/2
-        weights and all optimizer states arrive later. Source: TRL grpo_trainer.py
-        (`__init__` builds the vLLM generator), transformers Trainer (`place_model_on_device`
-        is False under DeepSpeed/FSDP). With `rollout.engine_starts_first` (ORZ, OpenRLHF) only
-        the engine's own process is there.
+        Assumes the order of ms-swift and TRL: the engine is built in the trainer's __init__,
+        after the weights are on the GPU — whole models under DDP/ZeRO-1/2 (ms-swift's
+        `get_default_device_map` puts them on `cuda:<local_rank>`; TRL's Trainer moves a
+        DDP model there), shards under ZeRO-3/FSDP (zero.Init) — and before
+        deepspeed.initialize creates optimizer states. With `rollout.engine_starts_first`
+        (ORZ, OpenRLHF) only the processes already running are there.
         """
-        overheads = sum(c.num_bytes for c in self.overheads())
+        overheads = self.overheads()
         if self.spec.rollout.engine_starts_first:
-            own = [c for c in self.overheads() if c.name.startswith("vllm.") or not self.spec.placement.process_per_role]
+            own = [c for c in overheads if c.name.startswith("vllm.") or not self.spec.placement.process_per_role]
             return sum(c.num_bytes for c in own)
-        sharded = S.SHARDING[self.spec.distribution.strategy].weights
-        return overheads + (sum(m.weights + m.persistent for m in self.models.values()) if sharded else 0)
+        return sum(c.num_bytes for c in overheads) + sum(m.weights + m.persistent for m in self.models.values())
 
 
-def lora_merge_delta_bytes(arch) -> int:  # noqa: ANN001 - ModelArch
-    """`merge_adapter` adds ΔW = B·A·scaling module by module; the largest ΔW is one fp32
-    out×in matrix (PEFT keeps adapters in fp32, autocast_adapter_dtype=True).
-    Source: peft/tuners/lora/layer.py (`get_delta_weight`, `merge`)."""
+def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:
+    """Bytes the LoRA branches of one decoder layer save per token (0 for full fine-tuning);
+    a token passes num_experts_per_tok of a layer's routed experts."""
+    ft = spec.finetune
+    if ft.method == FinetuneMethod.full:
+        return 0
+    inputs: list[int] = []
+    for shape in P.decoder_linear_shapes(arch):
+        if S.is_lora_target(shape.name, ft.lora_targets):
+            inputs += [shape.in_features] * (arch.num_experts_per_tok if shape.num_per_layer > 1 else 1)
+    return A.lora_saved_bytes_per_token(inputs, ft.lora_rank, ft.lora_dropout > 0)
+
+
+def lora_merge_delta_bytes(arch: ModelArch) -> int:
+    """`merge_adapter` adds ΔW = (B·A)·scaling module by module: two fp32 out×in temporaries
+    (the product and its scaled copy) for the largest module (PEFT keeps adapters in fp32,
+    autocast_adapter_dtype=True). Source: peft/tuners/lora/layer.py (`get_delta_weight`)."""
     largest = max(s.in_features * s.out_features for s, _ in S.linear_shapes_with_layer_counts(arch))
-    return largest * C.FP32_BYTES
+    return 2 * largest * C.FP32_BYTES

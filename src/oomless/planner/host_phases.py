@@ -69,12 +69,14 @@ def _moved_to_cpu(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, R
     for role, m in models.items():
         ranks, p = _ranks(groups, role), role.value
         idle = spec.placement.offload_idle_models and not (phase == "train" and role == Role.actor)
-        weights = idle or (phase == "rollout" and ro.offload_model and role in (Role.actor, Role.reference))
-        optimizer = m.trainable and (idle or (phase == "rollout" and ro.offload_optimizer and role == Role.actor))
+        swift = phase == "rollout" and ro.sleep_level > 0
+        weights = idle or (swift and ro.offload_model and role in (Role.actor, Role.reference))
+        states = m.trainable and (idle or (swift and ro.offload_optimizer and role == Role.actor))
         if weights:
             out.append(_c(f"moved_to_cpu.{p}.weights", (m.weights + m.persistent) * ranks))
-        if optimizer:
-            out.append(_c(f"moved_to_cpu.{p}.optimizer_states", m.optimizer * ranks))
+        if states:
+            master = m.master if idle else 0
+            out.append(_c(f"moved_to_cpu.{p}.optimizer_states", (m.optimizer_states + master) * ranks))
     return out
 
 

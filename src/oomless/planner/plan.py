@@ -122,12 +122,19 @@ class Plan:
         return tuple(c for c in self.constraints if not c.ok)
 
 
-def device_role_name(group: Group) -> str:
-    if Role.actor in group.roles:
-        return "train"
-    if group.roles == (Role.vllm,):
-        return "rollout"
-    return group.name
+def device_role_names(groups: tuple[Group, ...]) -> list[str]:
+    """`train` for the first group holding the actor, `rollout` for a vLLM-only group, else
+    the joined names of the roles a group holds."""
+    names, train_taken = [], False
+    for g in groups:
+        if Role.actor in g.roles and not train_taken:
+            names.append("train")
+            train_taken = True
+        elif g.roles == (Role.vllm,):
+            names.append("rollout")
+        else:
+            names.append(g.name)
+    return names
 
 
 def _phase_constraints(group: DeviceGroup) -> list[Constraint]:
@@ -170,9 +177,8 @@ def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[R
     models = role_models(spec, archs, groups)
     budget = engine_budget(spec, arch, shape)
     devices, constraints = [], []
-    for group in groups:
+    for group, role in zip(groups, device_role_names(groups)):
         planner = GroupPlanner(spec, shape, group, models, budget)
-        role = device_role_name(group)
         phases = tuple(PhaseMemory(n, c) for n, c in planner.phases())
         devices.append(DeviceGroup(role, group.roles, group.gpus_per_node, shape.capacity_bytes, phases))
         if Role.vllm in group.roles:

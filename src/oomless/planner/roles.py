@@ -78,10 +78,19 @@ class RoleModel:
     persistent: int
     gathered: int
     grads: int = 0
-    optimizer: int = 0
+    grads_persistent: bool = False
+    """ZeRO-3 keeps its flat gradient partition buffer for the whole run."""
+    master: int = 0
+    optimizer_states: int = 0
     fp32_grads: int = 0
     reduce_bucket: int = 0
-    allgather_bucket: int = 0
+    bucket_persistent: bool = False
+    """ZeRO-3's reduce buffer lives from init; ZeRO-1/2's exist only during backward."""
+
+    @property
+    def optimizer(self) -> int:
+        """Master weights + optimizer states on the GPU."""
+        return self.master + self.optimizer_states
 
 
 def num_value_model_parameters(arch: ModelArch) -> int:
@@ -100,6 +109,22 @@ def actor_trainable_parameters(spec: RunSpec, arch: ModelArch) -> int:
     return trainable
 
 
+def deepspeed_value(value: int | str, arch: ModelArch, auto_per_hidden: tuple[int, float]) -> int:
+    """A DeepSpeed size given as a number or "auto": HF fills "auto" from the hidden size h
+    as coefficient · h^power (reduce_bucket_size h², stage3_prefetch_bucket_size 0.9h²,
+    stage3_param_persistence_threshold 10h). Source: transformers integrations/deepspeed.py
+    (`HfTrainerDeepSpeedConfig.trainer_config_finalize`)."""
+    if value != "auto":
+        return int(value)
+    power, coefficient = auto_per_hidden
+    return int(coefficient * arch.hidden_size**power)
+
+
+AUTO_REDUCE_BUCKET = (2, 1.0)
+AUTO_PREFETCH_BUCKET = (2, 0.9)
+AUTO_PERSISTENCE_THRESHOLD = (1, 10.0)
+
+
 def _gathered(spec: RunSpec, arch: ModelArch, sharded: bool) -> int:
     """Unsharded 16-bit parameters alive in a forward under ZeRO-3/FSDP.
 
@@ -115,7 +140,8 @@ def _gathered(spec: RunSpec, arch: ModelArch, sharded: bool) -> int:
     largest = P.num_largest_module_parameters(arch)
     if dist.strategy == Strategy.fsdp:
         return 2 * max(layer, largest) * C.BF16_BYTES
-    live = max(largest, layer + dist.stage3_prefetch_bucket_size)
+    prefetch = deepspeed_value(dist.stage3_prefetch_bucket_size, arch, AUTO_PREFETCH_BUCKET)
+    live = max(largest, layer + prefetch)
     return min(live, dist.stage3_max_live_parameters) * C.BF16_BYTES
 
 
@@ -124,25 +150,27 @@ def _persistent(spec: RunSpec, arch: ModelArch, n: int) -> int:
     the (N−1)/N beyond the shard. Source: DeepSpeed partition_parameters.py (`ds_persist`)."""
     if spec.distribution.strategy != Strategy.zero3:
         return 0
-    small = P.num_small_parameters(arch, spec.distribution.stage3_param_persistence_threshold)
+    threshold = deepspeed_value(spec.distribution.stage3_param_persistence_threshold, arch, AUTO_PERSISTENCE_THRESHOLD)
+    small = P.num_small_parameters(arch, threshold)
     return small * C.BF16_BYTES * (n - 1) // n
 
 
-def _buckets(spec: RunSpec, num_trainable: int) -> tuple[int, int]:
-    """DeepSpeed communication buckets, capped by what there is to communicate.
+def _reduce_bucket(spec: RunSpec, arch: ModelArch) -> int:
+    """DeepSpeed's gradient reduce buffer(s), at full size whatever the model.
 
-    Reduce: reduce_bucket_size 16-bit gradient elements, doubled with overlap_comm (two IPG
-    buffers). Allgather (ZeRO-1/2 parameter all-gather after the step): allgather_bucket_size
-    16-bit elements. Source: DeepSpeed stage_1_and_2.py (`ipg_buffer`), stage3.py, config docs.
+    ZeRO-1/2 allocate `reduce_bucket_size` 16-bit elements in backward, two buffers with
+    overlap_comm, and release them after (stage_1_and_2.py `ipg_buffer`,
+    `_release_ipg_buffers`). ZeRO-3 allocates one buffer at init (stage3.py). The parameter
+    all-gather after the step works in place (runtime/utils.py `all_gather_dp_groups`).
     DDP and FSDP buckets are views of the gradients, so nothing extra.
     """
     dist = spec.distribution
     if dist.strategy in (Strategy.ddp, Strategy.fsdp):
-        return 0, 0
-    copies = 2 if dist.overlap_comm else 1
-    reduce = min(dist.reduce_bucket_size, num_trainable) * C.BF16_BYTES * copies
-    allgather = 0 if dist.strategy == Strategy.zero3 else min(dist.allgather_bucket_size, num_trainable) * C.BF16_BYTES
-    return reduce, allgather
+        return 0
+    size = deepspeed_value(dist.reduce_bucket_size, arch, AUTO_REDUCE_BUCKET) * C.BF16_BYTES
+    if dist.strategy == Strategy.zero3:
+        return size
+    return size * (2 if dist.overlap_comm else 1)
 
 
 def _fp32_grads(spec: RunSpec, num_trainable: int, n: int) -> int:
@@ -159,22 +187,25 @@ def _fp32_grads(spec: RunSpec, num_trainable: int, n: int) -> int:
 
 
 def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
-    """A model with gradients and optimizer states (actor, critic), per GPU."""
+    """A model with gradients and optimizer states (actor, critic), per GPU. ZeRO-3 keeps
+    its flat gradient partition from init (stage3.py `grad_partitions_flat_buffer`)."""
     dist = spec.distribution
     sharding = S.SHARDING[dist.strategy]
-    reduce, allgather = _buckets(spec, num_trainable)
+    finetune = spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full)
     grads = num_trainable * S.grad_bytes_per_param(spec.precision)
-    optimizer = num_trainable * S.master_bytes_per_param(spec.precision) + S.optimizer_state_bytes(
-        arch, spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full), spec.optimizer, spec.precision, num_trainable
-    )
+    master = num_trainable * S.master_bytes_per_param(spec.precision)
+    states = S.optimizer_state_bytes(arch, finetune, spec.optimizer, spec.precision, num_trainable)
+    on_gpu = not dist.offload_optimizer
     return RoleModel(
         role=role, arch=arch, trainable=True, num_shards=n, num_trainable=num_trainable,
         weights_full=weights_full,
         weights=0 if dist.offload_params else S.sharded_bytes(weights_full, sharding.weights, n),
         persistent=_persistent(spec, arch, n), gathered=_gathered(spec, arch, sharding.weights),
-        grads=S.sharded_bytes(grads, sharding.grads, n),
-        optimizer=0 if dist.offload_optimizer else S.sharded_bytes(optimizer, sharding.optimizer, n),
-        fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=reduce, allgather_bucket=allgather,
+        grads=S.sharded_bytes(grads, sharding.grads, n), grads_persistent=dist.strategy == Strategy.zero3,
+        master=S.sharded_bytes(master, sharding.optimizer, n) if on_gpu else 0,
+        optimizer_states=S.sharded_bytes(states, sharding.optimizer, n) if on_gpu else 0,
+        fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=_reduce_bucket(spec, arch),
+        bucket_persistent=dist.strategy == Strategy.zero3,
     )
 
 
@@ -192,7 +223,10 @@ def frozen_model(spec: RunSpec, role: Role, arch: ModelArch, weights_full: int, 
 
 def role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Group, ...]) -> dict[Role, RoleModel]:
     nodes = spec.hardware.num_nodes
-    shards = {r: g.gpus_per_node * nodes for g in groups for r in g.roles}
+    shards: dict[Role, int] = {}
+    for g in groups:
+        for r in g.roles:
+            shards[r] = shards.get(r, 0) + g.gpus_per_node * nodes
     out: dict[Role, RoleModel] = {}
     actor = archs[Role.actor]
     out[Role.actor] = trainable_model(

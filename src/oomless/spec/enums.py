@@ -40,13 +40,17 @@ class Strategy(str, Enum):
 
 
 class LogitsMode(str, Enum):
-    full = "full"
-    """[tokens, vocab] logits materialised, upcast to fp32 for log-softmax (TRL default)."""
+    full_bf16 = "full_bf16"
+    """[tokens, vocab] bf16 logits, log-softmax row by row in bf16 (TRL `selective_log_softmax`,
+    used by TRL >= 0.16 and ms-swift 3.x)."""
+    full_fp32 = "full_fp32"
+    """[tokens, vocab] logits upcast to fp32 for one log-softmax (transformers < 4.45 `logits.float()`,
+    hand-written GRPO/PPO losses)."""
     chunked = "chunked"
     """bf16 logits materialised once, fp32 log-softmax over row chunks (verl
-    entropy_from_logits_with_chunking, TRL's per-row bf16 loop)."""
+    entropy_from_logits_with_chunking)."""
     fused = "fused"
-    """Fused linear + log-prob kernel (Liger, verl use_fused_kernels): logits only per chunk."""
+    """Liger's fused linear GRPO loss (TRL `use_liger_kernel`): logits exist one sequence at a time."""
 
 
 class AttentionImpl(str, Enum):

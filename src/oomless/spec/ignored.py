@@ -15,7 +15,7 @@ _VLLM_FIELDS = (
     "max_model_len", "enforce_eager", "engine_in_trainer_process",
 )
 _COLOCATE_FIELDS = ("sleep_level", "offload_model", "offload_optimizer", "engine_in_trainer_process")
-_DEEPSPEED_FIELDS = ("reduce_bucket_size", "allgather_bucket_size", "overlap_comm")
+_DEEPSPEED_FIELDS = ("reduce_bucket_size", "overlap_comm")
 _ZERO3_FIELDS = (
     "stage3_prefetch_bucket_size", "stage3_max_live_parameters", "stage3_param_persistence_threshold",
     "sub_group_size",
@@ -42,6 +42,10 @@ def ignored_fields(spec: RunSpec) -> list[str]:
         add("rollout", _set(ro, ("num_gpus",)), "only vllm_separate gives vLLM GPUs of its own")
     if ro.engine == RolloutEngine.vllm_separate:
         add("rollout", _set(ro, _COLOCATE_FIELDS), "it applies to vllm_colocate only")
+    if ro.engine == RolloutEngine.vllm_colocate and ro.sleep_level == 0:
+        add("rollout", _set(ro, ("offload_model", "offload_optimizer")), "offload during rollout needs sleep_level 1 or 2 (ms-swift)")
+    if spec.placement.groups is not None:
+        add("rollout", _set(ro, ("num_gpus",)), "placement.groups decide the GPUs")
     strategy = spec.distribution.strategy
     if strategy in (Strategy.ddp, Strategy.fsdp):
         add("distribution", _set(spec.distribution, _DEEPSPEED_FIELDS), f"strategy {strategy.value} has no DeepSpeed buckets")

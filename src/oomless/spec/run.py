@@ -62,6 +62,9 @@ class Finetune(_Frozen):
     method: FinetuneMethod = Field(FinetuneMethod.full, description="full | lora | qlora (4-bit NF4 base). Default full.")
     lora_rank: Annotated[int, Field(ge=1)] = Field(8, description="LoRA rank r. Default 8.")
     lora_alpha: Annotated[float, Field(gt=0)] = Field(32, description="LoRA alpha (no memory effect). Default 32.")
+    lora_dropout: Annotated[float, Field(ge=0, lt=1)] = Field(
+        0.0, description="LoRA dropout; > 0 saves a mask per adapted input. Default 0 (PEFT; ms-swift uses 0.05)."
+    )
     lora_targets: list[str] | Literal["all-linear"] = Field(
         "all-linear",
         description="Linear modules carrying adapters: `all-linear` or names such as "
@@ -73,15 +76,13 @@ class Distribution(_Frozen):
     strategy: Strategy = Field(Strategy.zero3, description="ddp | zero1 | zero2 | zero3 | fsdp. Default zero3.")
     offload_params: bool = Field(False, description="ZeRO-3/FSDP parameter offload to CPU during training. Default false.")
     offload_optimizer: bool = Field(False, description="Optimizer states (and fp32 master) on CPU (ZeRO-Offload). Default false.")
-    reduce_bucket_size: Annotated[int, Field(ge=0)] = Field(
-        500_000_000, description="DeepSpeed reduce_bucket_size in elements. Default 5e8 (DeepSpeed)."
+    reduce_bucket_size: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        500_000_000,
+        description="DeepSpeed reduce_bucket_size in elements, or `auto` (HF: hidden²). Default 5e8 (DeepSpeed).",
     )
-    allgather_bucket_size: Annotated[int, Field(ge=0)] = Field(
-        500_000_000, description="DeepSpeed ZeRO-1/2 allgather_bucket_size in elements. Default 5e8."
-    )
-    overlap_comm: bool = Field(True, description="DeepSpeed overlap_comm (double-buffers the reduce bucket). Default true.")
-    stage3_prefetch_bucket_size: Annotated[int, Field(ge=0)] = Field(
-        50_000_000, description="ZeRO-3 prefetch bucket in elements. Default 5e7 (DeepSpeed)."
+    overlap_comm: bool = Field(True, description="DeepSpeed overlap_comm (ZeRO-1/2: two reduce buffers). Default true.")
+    stage3_prefetch_bucket_size: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        50_000_000, description="ZeRO-3 prefetch bucket in elements, or `auto` (HF: 0.9·hidden²). Default 5e7 (DeepSpeed)."
     )
     stage3_max_live_parameters: Annotated[int, Field(ge=0)] = Field(
         1_000_000_000, description="ZeRO-3 cap on gathered parameters in elements. Default 1e9."
@@ -89,8 +90,9 @@ class Distribution(_Frozen):
     sub_group_size: Annotated[int, Field(ge=1)] = Field(
         1_000_000_000, description="ZeRO-3 optimizer-step tile in elements (fp32 grads exist per tile). Default 1e9."
     )
-    stage3_param_persistence_threshold: Annotated[int, Field(ge=0)] = Field(
-        100_000, description="ZeRO-3: tensors smaller than this stay unpartitioned. Default 1e5."
+    stage3_param_persistence_threshold: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        100_000,
+        description="ZeRO-3: tensors up to this many elements stay unpartitioned, or `auto` (HF: 10·hidden). Default 1e5.",
     )
 
     @model_validator(mode="after")
@@ -147,6 +149,17 @@ class Rollout(_Frozen):
         None, description="vLLM max_model_len. Default: max_prompt_tokens + max_completion_tokens."
     )
     enforce_eager: bool = Field(False, description="No CUDA graphs. Default false.")
+    cuda_graphs_in_budget: bool = Field(
+        True,
+        description="CUDA graphs are profiled inside gpu_memory_utilization (vLLM >= 0.21); false for older "
+        "vLLM, which captures them on top of the budget. Default true.",
+    )
+    empty_cache_before_rollout: bool = Field(
+        True,
+        description="The trainer returns its cached blocks (torch.cuda.empty_cache) before the engine wakes "
+        "(TRL, verl); false keeps them reserved through rollout (ms-swift 3.x without gc_collect_after_offload). "
+        "Default true.",
+    )
     limit_images_per_prompt: Annotated[int, Field(ge=0)] | None = Field(
         None,
         description="vLLM `limit_mm_per_prompt` image count: images per prompt vLLM profiles and accepts. "
@@ -193,7 +206,9 @@ class RunSpec(_Frozen):
     attention: AttentionImpl = Field(AttentionImpl.sdpa, description="sdpa | flash_attention_2 | eager. Default sdpa (transformers).")
     batch: Batch = Batch()
     lengths: Lengths = Lengths()
-    logits: LogitsMode = Field(LogitsMode.full, description="full | chunked | fused. Default full.")
+    logits: LogitsMode = Field(
+        LogitsMode.full_bf16, description="full_bf16 | full_fp32 | chunked | fused. Default full_bf16 (TRL, ms-swift)."
+    )
     logits_chunk_rows: Annotated[int, Field(ge=1)] = Field(
         2048, description="Rows per chunk for `chunked` (verl's 2048)."
     )

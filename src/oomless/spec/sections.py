@@ -47,6 +47,9 @@ class RewardModel(Frozen):
 
 
 class PlacementGroup(Frozen):
+    """GPUs shared by some roles. A model may span several groups (ms-swift 3.x puts its one
+    vLLM engine on the last GPU, beside a training rank): it is sharded over all of them."""
+
     roles: list[Role] = Field(description="Roles sharing these GPUs: actor, reference, critic, reward, vllm.")
     gpus_per_node: Annotated[int, Field(ge=1)] = Field(description="GPUs per node of this group.")
 
@@ -72,13 +75,13 @@ class Placement(Frozen):
     )
 
     @model_validator(mode="after")
-    def _each_role_once(self) -> Placement:
+    def _roles_make_sense(self) -> Placement:
         if self.groups is None:
             return self
-        seen = [r for g in self.groups for r in g.roles]
-        twice = sorted({r.value for r in seen if seen.count(r) > 1})
-        if twice:
-            raise ValueError(f"roles placed twice: {', '.join(twice)}; each role belongs to one group")
-        if Role.actor not in seen:
+        for group in self.groups:
+            twice = sorted({r.value for r in group.roles if group.roles.count(r) > 1})
+            if twice:
+                raise ValueError(f"a placement group lists {', '.join(twice)} twice")
+        if Role.actor not in [r for g in self.groups for r in g.roles]:
             raise ValueError("the actor must be placed in a group")
         return self

@@ -1,0 +1,379 @@
+"""Pinned host memory of RL fine-tuning: what really gets page-locked, allocation by allocation.
+
+Pinned (page-locked) host memory is not a byte count but a list of allocations, each rounded:
+
+* PyTorch's CachingHostAllocator rounds every pinned allocation up to the next power of two
+  and keeps freed blocks cached (released only by ``empty_cache``). ``Tensor.pin_memory()``,
+  ``torch.empty(..., pin_memory=True)`` and CUDA→CPU ``.to("cpu", non_blocking=True)`` all go
+  through it. Source: aten/src/ATen/core/CachingHostAllocator.h (torch 2.x,
+  ``roundSize = c10::llvm::PowerOf2Ceil(size)``); aten/src/ATen/native/TensorConversions.cpp
+  ``_to_copy`` (pin_out = non_blocking && self.is_cuda() && dst is CPU). Measured: vLLM PR
+  #50094 (6→8, 10→16, 12→16 GiB VmRSS), vLLM issue #53042 (2.08 GiB → 4 GiB of Shmem).
+* So the terms below first list the allocations (FSDP unit shards, vLLM weight segments,
+  DeepSpeed flat partitions), then round each one (``pinned_total_bytes``).
+
+Producers modelled: verl/EasyR1 FSDP1 parameter and optimizer offload, vLLM sleep level 1,
+DeepSpeed ZeRO-Offload flat partitions.
+
+Known limitations:
+* The CachingHostAllocator reuses a cached block only for the same power-of-two size class;
+  we assume each offload cycle asks for the same sizes, so the first cycle's blocks are the
+  steady state (true for the three producers, which move the same tensors every step).
+* vLLM: bf16 weights (no quantisation, no fp8 DeepSeek), vision tower TP-sharded
+  (``mm_encoder_tp_mode="weights"``, the default); vision embeddings and projectors other than
+  Qwen2.5-VL's merger treated as replicated; DeepSeek's ``e_score_correction_bias`` and
+  transient tensors of ``process_weights_after_loading`` ignored. See ``caching_allocator_segments``
+  for the allocator's simplifications.
+* FSDP units follow HF ``_no_split_modules`` as verl's default wrap policy does; a custom
+  ``transformer_layer_cls_to_wrap`` changes the units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ..catalog.models import ModelArch
+from . import constants as C
+from .params import (LayerKind, attention_linear_shapes, layer_kinds, num_embedding_parameters,
+                     num_final_norm_parameters, num_lm_head_parameters,
+                     num_parameters_per_decoder_layer)
+from .tensors import ParamTensor
+from .vision_params import vision_tensors
+from .vllm import kv_heads_per_rank
+
+# --- the host allocator -----------------------------------------------------------------------
+
+
+def pinned_allocation_bytes(num_bytes: int) -> int:
+    """Bytes one pinned allocation of ``num_bytes`` really locks: the next power of two (0 → 0).
+
+    Source: CachingHostAllocator.h ``PowerOf2Ceil`` (module docstring); vLLM PR #50094.
+    """
+    if num_bytes < 0:
+        raise ValueError(f"num_bytes={num_bytes}; expected >= 0")
+    return 0 if num_bytes == 0 else 1 << (num_bytes - 1).bit_length()
+
+
+def pinned_total_bytes(sizes: Iterable[int]) -> int:
+    """Σ over allocations of their power-of-two size (``pinned_allocation_bytes``)."""
+    return sum(pinned_allocation_bytes(s) for s in sizes)
+
+
+# --- the CUDA caching allocator's segments ------------------------------------------------------
+
+
+def cuda_block_bytes(num_bytes: int) -> int:
+    """A request rounded to the allocator's 512 B block granularity.
+
+    Source: c10/cuda/CUDACachingAllocator.cpp ``round_size`` (roundup_power2_divisions unset).
+    """
+    return max(C.CUDA_MIN_BLOCK_BYTES, math.ceil(num_bytes / C.CUDA_MIN_BLOCK_BYTES)
+               * C.CUDA_MIN_BLOCK_BYTES)
+
+
+def new_segment_bytes(block_bytes: int) -> int:
+    """Size of the segment opened for a block no free block can hold: 2 MiB (≤ 1 MiB),
+    20 MiB (< 10 MiB), else the block rounded up to 2 MiB.
+
+    Source: c10/cuda/CUDACachingAllocator.cpp ``get_allocation_size``.
+    """
+    if block_bytes <= C.CUDA_SMALL_REQUEST_MAX_BYTES:
+        return C.CUDA_SMALL_SEGMENT_BYTES
+    if block_bytes < C.CUDA_MIN_LARGE_ALLOC_BYTES:
+        return C.CUDA_LARGE_SEGMENT_BYTES
+    return math.ceil(block_bytes / C.CUDA_LARGE_ROUNDING_BYTES) * C.CUDA_LARGE_ROUNDING_BYTES
+
+
+def caching_allocator_segments(request_sizes: Iterable[int]) -> tuple[int, ...]:
+    """Segments the CUDA caching allocator opens for requests that all stay alive (weights
+    loaded one after another), in opening order.
+
+    Each request is rounded to 512 B and served best-fit (smallest free block, then oldest
+    segment) from its pool: small (≤ 1 MiB) or large. With no fit a segment is opened
+    (``new_segment_bytes``) and the block split off it; the rest stays free if > 1 MiB (large
+    pool) or ≥ 512 B (small pool). So ≥ 10 MiB requests mostly get their own segment, 1-10 MiB
+    requests share 20 MiB segments (a ≥ 10 MiB request can also land in such a remainder),
+    small ones share 2 MiB segments. Zero-byte requests allocate nothing.
+    Source: c10/cuda/CUDACachingAllocator.cpp (torch 2.x) ``malloc``, ``get_free_block``,
+    ``get_allocation_size``, ``should_split``.
+    Assumes (simplifications): one stream, no frees, expandable_segments off, default
+    max_split_size (no split limit) and roundup_power2_divisions (none); a pluggable allocator
+    (vLLM CuMemAllocator) receives exactly these segment sizes.
+    """
+    segments: list[int] = []
+    free: dict[bool, list[tuple[int, int, int]]] = {True: [], False: []}  # (size, seg, offset)
+    for request in request_sizes:
+        if request < 0:
+            raise ValueError(f"request size {request}; expected >= 0")
+        if request == 0:
+            continue
+        size = cuda_block_bytes(request)
+        small = size <= C.CUDA_SMALL_REQUEST_MAX_BYTES
+        fits = [b for b in free[small] if b[0] >= size]
+        if fits:
+            block = min(fits)
+            free[small].remove(block)
+        else:
+            segments.append(new_segment_bytes(size))
+            block = (segments[-1], len(segments) - 1, 0)
+        rest = block[0] - size
+        if (rest >= C.CUDA_MIN_BLOCK_BYTES) if small else (rest > C.CUDA_SMALL_REQUEST_MAX_BYTES):
+            free[small].append((rest, block[1], block[2] + size))
+    return tuple(segments)
+
+
+# --- FSDP1 offload (verl / EasyR1) --------------------------------------------------------------
+
+FSDP_VISION_WRAP_PREFIXES: dict[str, tuple[str, ...]] = {
+    "qwen2_5_vl": ("visual.blocks.*.",),
+    "siglip_vision_model": ("vision_tower.vision_model.embeddings.",
+                            "vision_tower.vision_model.encoder.layers.*.",
+                            "vision_tower.vision_model.head"),
+    "intern_vit_6b": ("vision_model.",),
+}
+"""Vision modules that are their own FSDP unit, as ``vision_tensors`` module prefixes; a ``*``
+prefix gives one unit per block. From the HF ``_no_split_modules`` verl wraps by default:
+Qwen2_5_VLVisionBlock (qwen2_5_vl/modeling_qwen2_5_vl.py); SiglipVisionEmbeddings,
+SiglipEncoderLayer, SiglipMultiheadAttentionPoolingHead (gemma3/modeling_gemma3.py); the whole
+InternVisionModel (InternVL remote code modeling_internvl_chat.py)."""
+
+
+def _vision_unit_key(arch: ModelArch, t: ParamTensor) -> str | None:
+    assert arch.vision is not None
+    return next((p for p in FSDP_VISION_WRAP_PREFIXES.get(arch.vision.model_type, ())
+                 if t.module.startswith(p)), None)
+
+
+def fsdp_unit_parameters(arch: ModelArch) -> tuple[int, ...]:
+    """Parameters of each FSDP unit: one per decoder layer (in order of kinds), one per wrapped
+    vision module (``FSDP_VISION_WRAP_PREFIXES``), then the root (embedding, final norm,
+    lm_head and every vision tensor no wrapped module owns: patch embed, merger, projector).
+
+    Source: verl/utils/fsdp_utils.py ``get_fsdp_wrap_policy`` (transformer_layer_cls_to_wrap
+    defaults to ``_no_split_modules``); torch FSDP1 puts a wrapped module's parameters in one
+    FlatParameter and the root keeps the rest. Assumes: tied embeddings counted once (root).
+    """
+    units = [num_parameters_per_decoder_layer(arch, kind)
+             for kind, n in layer_kinds(arch) for _ in range(n)]
+    root = (num_embedding_parameters(arch) + num_final_norm_parameters(arch)
+            + num_lm_head_parameters(arch))
+    vision: dict[str, list[ParamTensor]] = {}
+    for t in vision_tensors(arch):
+        key = _vision_unit_key(arch, t)
+        if key is None:
+            root += t.numel * t.count
+        else:
+            vision.setdefault(key, []).append(t)
+    for prefix, tensors in vision.items():
+        if "*" in prefix:
+            (count,) = {t.count for t in tensors}
+            units += [sum(t.numel for t in tensors)] * count
+        else:
+            units.append(sum(t.numel * t.count for t in tensors))
+    return (*units, root)
+
+
+def fsdp_unit_shard_numels(arch: ModelArch, num_shards: int) -> tuple[int, ...]:
+    """One rank's shard of each unit's FlatParameter: ceil(unit / N) (padded to N equal chunks).
+
+    Source: torch/distributed/fsdp/_flat_param.py ``FlatParamHandle._get_shard``
+    (``flatten().chunk(world_size)`` + padding). Assumes use_orig_params=False (verl's
+    default), so no per-parameter alignment padding.
+    """
+    if num_shards < 1:
+        raise ValueError(f"num_shards={num_shards}; expected >= 1")
+    return tuple(math.ceil(u / num_shards) for u in fsdp_unit_parameters(arch))
+
+
+def fsdp_offload_pinned_bytes(arch: ModelArch, num_shards: int, bytes_per_param: int) -> int:
+    """One rank's pinned bytes after ``offload_fsdp_model_to_cpu``: Σ_units
+    pow2(ceil(unit / N) · bytes_per_param).
+
+    Source: verl/utils/fsdp_utils.py ``offload_fsdp_model_to_cpu`` (per handle
+    ``flat_param_to("cpu", non_blocking=True)`` → one pinned allocation per unit shard).
+    Assumes: verl/EasyR1 actor flat params are fp32 (bytes_per_param = 4; model loaded in fp32,
+    bf16 compute via MixedPrecision).
+    """
+    return pinned_total_bytes(s * bytes_per_param for s in fsdp_unit_shard_numels(arch, num_shards))
+
+
+def fsdp_optimizer_offload_pinned_bytes(arch: ModelArch, num_shards: int,
+                                        state_bytes: int = C.FP32_BYTES,
+                                        num_states: int = C.ADAM_NUM_STATES) -> int:
+    """One rank's pinned bytes after ``offload_fsdp_optimizer``: every state tensor (Adam's
+    exp_avg, exp_avg_sq per flat-param shard) moved with ``.to("cpu", non_blocking=True)``:
+    num_states · Σ_units pow2(ceil(unit / N) · state_bytes).
+
+    Source: verl/utils/fsdp_utils.py ``offload_fsdp_optimizer``. Assumes: all units trainable;
+    the scalar ``step`` is ignored.
+    """
+    return num_states * fsdp_offload_pinned_bytes(arch, num_shards, state_bytes)
+
+
+# --- vLLM sleep level 1 ---------------------------------------------------------------------------
+
+VLLM_VISION_COLUMN_SUFFIXES = ("attn.qkv", "mlp.gate_proj", "mlp.up_proj", "mlp.fc1",
+                               "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                               "merger.mlp.0")
+"""Vision linears vLLM builds as QKVParallel/(Merged)ColumnParallelLinear: weight and bias split."""
+VLLM_VISION_ROW_SUFFIXES = ("attn.proj", "mlp.down_proj", "mlp.fc2", "self_attn.out_proj",
+                            "merger.mlp.2")
+"""Vision linears vLLM builds as RowParallelLinear: weight split, bias whole.
+Source (both): vllm/model_executor/models/qwen2_5_vl.py (Qwen2_5_VisionAttention,
+Qwen2_5_VisionMLP, Qwen2_5_VisionPatchMerger), siglip.py, intern_vit.py."""
+VLLM_VISION_FUSED = {"mlp.gate_proj": "mlp.gate_up_proj", "mlp.up_proj": "mlp.gate_up_proj",
+                     "self_attn.q_proj": "self_attn.qkv_proj",
+                     "self_attn.k_proj": "self_attn.qkv_proj",
+                     "self_attn.v_proj": "self_attn.qkv_proj"}
+"""HF vision linears vLLM fuses into one tensor (MergedColumnParallelLinear gate_up_proj in
+qwen2_5_vl.py, QKVParallelLinear qkv_proj in siglip.py)."""
+VLLM_MLA_STYLE = {"q_a_proj": "replicated", "kv_a_proj_with_mqa": "replicated",
+                  "q_proj": "column", "q_b_proj": "column", "kv_b_proj": "column", "o_proj": "row"}
+"""DeepSeek MLA projections in vLLM (deepseek_v2.py DeepseekV2MLAAttention)."""
+
+
+def _shard(n: int, tp: int) -> int:
+    return math.ceil(n / tp)
+
+
+def _linear(in_f: int, out_f: int, bias: bool) -> tuple[int, ...]:
+    return (in_f * out_f,) + ((out_f,) if bias else ())
+
+
+def _column(in_f: int, outs: tuple[int, ...], bias: bool, tp: int) -> tuple[int, ...]:
+    return _linear(in_f, sum(_shard(o, tp) for o in outs), bias)
+
+
+def _row(in_f: int, out_f: int, bias: bool, tp: int) -> tuple[int, ...]:
+    return _linear(_shard(in_f, tp), out_f, bias)
+
+
+def _gated(h: int, inter: int, bias: bool, tp: int) -> tuple[int, ...]:
+    return _column(h, (inter, inter), bias, tp) + _row(inter, h, bias, tp)
+
+
+def _vllm_attention_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
+    h, a, d = arch.hidden_size, arch.num_attention_heads, arch.head_dim
+    if arch.uses_mla:
+        out: tuple[int, ...] = ()
+        for s in attention_linear_shapes(arch):
+            style = VLLM_MLA_STYLE[s.name]
+            out += (_linear(s.in_features, s.out_features, s.bias) if style == "replicated" else
+                    _column(s.in_features, (s.out_features,), s.bias, tp) if style == "column"
+                    else _row(s.in_features, s.out_features, s.bias, tp))
+        return out + (arch.kv_lora_rank,) + ((arch.q_lora_rank,) if arch.q_lora_rank else ())
+    qkv = _shard(a, tp) * d + 2 * kv_heads_per_rank(arch, tp) * d
+    out = _linear(h, qkv, arch.qkv_bias) + _row(a * d, h, arch.o_bias, tp)
+    out += (_shard(a, tp),) if arch.attention_sinks else ()
+    return out + ((d, d) if arch.qk_norm else ())
+
+
+def _vllm_mlp_numels(arch: ModelArch, kind: LayerKind, tp: int) -> tuple[int, ...]:
+    h = arch.hidden_size
+    if kind == "dense":
+        return _gated(h, arch.intermediate_size, arch.mlp_bias, tp)
+    e, i_r, bias = arch.num_experts, _shard(arch.moe_intermediate_size, tp), arch.mlp_bias
+    out = _linear(h, e, arch.router_bias)  # router: ReplicatedLinear
+    out += (e * 2 * i_r * h,) + ((e * 2 * i_r,) if bias else ())  # FusedMoE w13 (+ bias)
+    out += (e * h * i_r,) + ((e * h,) if bias else ())  # FusedMoE w2 (+ bias)
+    if arch.num_shared_experts:
+        out += _gated(h, arch.moe_intermediate_size * arch.num_shared_experts, False, tp)
+    if arch.shared_expert_intermediate_size:
+        out += _gated(h, arch.shared_expert_intermediate_size, False, tp) + _linear(h, 1, False)
+    return out
+
+
+def _vllm_layer_numels(arch: ModelArch, kind: LayerKind, tp: int) -> tuple[int, ...]:
+    num_norms = 4 if arch.sandwich_norm else 2
+    return (_vllm_attention_numels(arch, tp) + _vllm_mlp_numels(arch, kind, tp)
+            + (arch.hidden_size,) * num_norms)
+
+
+def _vllm_vision_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
+    """Vision tensors per rank in construction order: leading, depth x block, trailing."""
+    merged: dict[tuple[str, str], int] = {}
+    for t in vision_tensors(arch):
+        owner, _, leaf = t.module.rpartition(".")
+        parent, _, sub = owner.rpartition(".")
+        suffix = f"{sub}.{leaf}"  # e.g. mlp.gate_proj
+        fused = VLLM_VISION_FUSED.get(suffix)
+        module = f"{parent}.{fused}" if fused else t.module
+        if t.module.endswith(VLLM_VISION_COLUMN_SUFFIXES):
+            numel = _shard(t.numel, tp)
+        elif t.module.endswith(VLLM_VISION_ROW_SUFFIXES) and t.name == "weight":
+            numel = _shard(t.numel, tp)
+        else:
+            numel = t.numel
+        merged[(module, t.name)] = merged.get((module, t.name), 0) + numel
+    keys = list(merged)
+    blocks = [k for k in keys if "*" in k[0]]
+    if not blocks:
+        return tuple(merged.values())
+    first = keys.index(blocks[0])
+    assert arch.vision is not None
+    return (*(merged[k] for k in keys[:first] if "*" not in k[0]),
+            *(merged[k] for _ in range(arch.vision.depth) for k in blocks),
+            *(merged[k] for k in keys[first:] if "*" not in k[0]))
+
+
+def vllm_weight_request_sizes(arch: ModelArch, tensor_parallel_size: int) -> tuple[int, ...]:
+    """bf16 bytes of each weight tensor one vLLM TP rank allocates, in construction order.
+
+    Vision tower first (if any); embedding V'/tp·h with V' = V padded to 64; per layer fused
+    ``qkv_proj`` ((a/tp + 2·max(1, k/tp))·d x h, + bias), ``o_proj`` (h x a·d/tp, bias whole),
+    q/k norms, ``gate_up_proj`` (2·I/tp x h) and ``down_proj`` (h x I/tp), or for MoE the router
+    (h x E) and FusedMoE ``w13`` (E x 2·I/tp x h) / ``w2`` (E x h x I/tp), shared experts like a
+    dense MLP; 2 (Gemma: 4) RMSNorms; final norm; ``lm_head`` like the embedding, untied only.
+    Source: vllm/model_executor/layers/linear.py (QKVParallelLinear, MergedColumnParallelLinear,
+    RowParallelLinear), vocab_parallel_embedding.py, fused_moe/layer.py (FusedMoE),
+    models/qwen2.py, qwen3_moe.py, deepseek_v2.py, gpt_oss.py, qwen2_5_vl.py.
+    Assumes: bf16 weights; TP only (no expert parallelism); ceil where TP does not divide.
+    """
+    tp = tensor_parallel_size
+    if tp < 1:
+        raise ValueError(f"tensor_parallel_size={tp}; expected >= 1")
+    h = arch.hidden_size
+    vocab = _shard(math.ceil(arch.vocab_size / C.VLLM_VOCAB_PADDING_SIZE)
+                   * C.VLLM_VOCAB_PADDING_SIZE, tp) * h
+    numels = _vllm_vision_numels(arch, tp) + (vocab,)
+    for kind, n in layer_kinds(arch):
+        numels += _vllm_layer_numels(arch, kind, tp) * n
+    numels += (h,) + (() if arch.tie_word_embeddings else (vocab,))
+    return tuple(x * C.BF16_BYTES for x in numels)
+
+
+def vllm_sleep_backup_bytes(arch: ModelArch, tensor_parallel_size: int) -> int:
+    """Pinned bytes one vLLM worker holds after ``sleep(level=1)``: one pinned
+    ``torch.empty(size, uint8, pin_memory=True)`` per segment of the "weights" pool, each
+    rounded to a power of two. Level 2 backs up no weights (0 bytes; not modelled here).
+
+    Source: vllm/device_allocator/cumem.py ``CuMemAllocator.sleep`` (one backup per allocation
+    handle = one caching-allocator segment); ``caching_allocator_segments``.
+    """
+    requests = vllm_weight_request_sizes(arch, tensor_parallel_size)
+    return pinned_total_bytes(caching_allocator_segments(requests))
+
+
+# --- DeepSpeed ZeRO-Offload ---------------------------------------------------------------------
+
+
+def flat_partition_pinned_bytes(num_elements_per_rank: int, bytes_per_element: int,
+                                sub_group_size: int | None = None) -> int:
+    """Pinned bytes of one rank's flat CPU buffer(s): one buffer of all its elements, or one
+    per sub-group of ``sub_group_size`` elements (ZeRO-3), each rounded to a power of two.
+
+    Source: deepspeed/runtime/zero/stage_1_and_2.py, stage3.py (CPU partitions ``pin_memory()``;
+    stage3 ``_create_fp16_sub_groups`` groups parameters by ``partition_numel``).
+    Assumes: sub-groups are exact ``sub_group_size`` slices (DeepSpeed closes a group at the
+    first whole parameter that reaches the size, so real groups run slightly larger); one
+    parameter group.
+    """
+    n = num_elements_per_rank
+    if n < 0 or (sub_group_size is not None and sub_group_size < 1):
+        raise ValueError(f"num_elements_per_rank={n}, sub_group_size={sub_group_size}; "
+                         "expected >= 0 and >= 1")
+    size = n if sub_group_size is None else min(sub_group_size, n)
+    full, rest = divmod(n, size) if size else (0, 0)
+    return (full * pinned_allocation_bytes(size * bytes_per_element)
+            + pinned_allocation_bytes(rest * bytes_per_element))
