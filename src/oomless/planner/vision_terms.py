@@ -1,6 +1,10 @@
 """Vision-tower terms of a plan: the spec's image limits turned into tokens and bytes.
 
-Text-only models (no `vision` in their config) and prompts without images contribute zero.
+Every image is planned at the worst case the declared limits allow (`vision.max_pixels`,
+`vision.max_tiles`): one long sample or one large image can crash a step after several good
+ones. Text-only models (no `vision` in their config) and prompts without images contribute
+zero. The tower trains only in full fine-tuning with `vision.freeze_tower` false; otherwise it
+runs without saving activations (nothing in it needs gradients) and its no-grad peak counts.
 """
 
 from __future__ import annotations
@@ -8,23 +12,86 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..catalog.models import ModelArch
-from ..spec.run import RunSpec
+from ..memory import constants as C
+from ..memory import vision as VZ
+from ..spec.run import AttentionImpl, FinetuneMethod, RunSpec
 
 if TYPE_CHECKING:
     from .shape import RunShape
 
 
+def _limits(spec: RunSpec) -> dict[str, int]:
+    v = spec.vision
+    return {
+        "max_pixels": v.max_pixels or C.QWEN_VL_MAX_PIXELS,
+        "min_pixels": v.min_pixels or C.QWEN_VL_MIN_PIXELS,
+        "max_tiles": v.max_tiles,
+    }
+
+
+def has_images(spec: RunSpec, arch: ModelArch) -> bool:
+    return arch.vision is not None and spec.vision.images_per_prompt > 0
+
+
 def image_tokens_per_prompt(spec: RunSpec, arch: ModelArch) -> int:
-    return 0
+    """LLM tokens the images of one prompt add, worst case."""
+    if not has_images(spec, arch):
+        return 0
+    return spec.vision.images_per_prompt * VZ.max_image_tokens(arch.vision, **_limits(spec))
+
+
+def _patches(spec: RunSpec, arch: ModelArch) -> int:
+    return VZ.max_image_patches(arch.vision, **_limits(spec))
+
+
+def tower_trains(spec: RunSpec) -> bool:
+    return spec.finetune.method == FinetuneMethod.full and not spec.vision.freeze_tower
+
+
+def tower_checkpointing(spec: RunSpec, arch: ModelArch) -> bool:
+    """ms-swift's vit_gradient_checkpointing follows gradient_checkpointing unless set;
+    InternViT checkpoints by default (`tower_checkpoints_by_default`)."""
+    if spec.vision.tower_gradient_checkpointing is not None:
+        return spec.vision.tower_gradient_checkpointing
+    return spec.gradient_checkpointing or VZ.tower_checkpoints_by_default(arch.vision)
 
 
 def inference_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequences: int) -> int:
-    return 0
+    """No-grad tower forward over the images of ``num_sequences`` prompts (log-prob passes,
+    HF generate's prefill)."""
+    if not has_images(spec, arch):
+        return 0
+    images = num_sequences * spec.vision.images_per_prompt
+    return VZ.vision_inference_peak_bytes(
+        arch.vision, _patches(spec, arch), images, spec.attention, dense_mask=spec.vision.dense_attention_mask
+    )
 
 
 def training_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequences: int) -> int:
-    return 0
+    """What the tower holds while the language model trains on the same micro-batch: its saved
+    activations and the projector's when it trains, else its no-grad forward peak."""
+    if not has_images(spec, arch):
+        return 0
+    v, images, patches = arch.vision, num_sequences * spec.vision.images_per_prompt, _patches(spec, arch)
+    if not tower_trains(spec):
+        return inference_bytes(spec, shape, arch, num_sequences)
+    saved = VZ.vision_training_saved_bytes(
+        v, patches, images, spec.attention, tower_checkpointing(spec, arch), dense_mask=spec.vision.dense_attention_mask
+    )
+    return saved + VZ.merger_saved_bytes(v, patches, images)
 
 
 def engine_encoder_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
-    return 0
+    """vLLM's multimodal profile: the encoder runs on as many worst-case images as its budget
+    holds (flash attention kernels) and keeps their outputs in the encoder cache.
+    Source: vllm/v1/worker/gpu_model_runner.py `profile_run` (dummy encoder batch),
+    `encoder_cache_manager.compute_mm_encoder_budget`."""
+    if not has_images(spec, arch):
+        return 0
+    v = arch.vision
+    tokens = VZ.max_image_tokens(v, **_limits(spec))
+    limit = spec.rollout.limit_images_per_prompt or spec.vision.images_per_prompt
+    budget = VZ.vllm_encoder_budget_tokens(shape.vllm_max_num_batched_tokens, tokens)
+    images = VZ.num_vllm_profile_images(budget, tokens, limit, shape.vllm_max_model_len, shape.vllm_max_num_seqs)
+    forward = VZ.vision_inference_peak_bytes(v, _patches(spec, arch), images, AttentionImpl.flash_attention_2)
+    return forward + VZ.encoder_cache_bytes(v, tokens * images)

@@ -29,6 +29,11 @@ class Vision(Frozen):
         12, description="InternVL dynamic tiling: most 448-px tiles per image (a thumbnail is added). Default 12."
     )
     freeze_tower: bool = Field(False, description="Vision tower frozen (ms-swift `freeze_vit`, VLM-R1 `freeze_vision_modules`). Default false.")
+    dense_attention_mask: bool = Field(
+        False,
+        description="transformers 4.49-4.53 build a dense [patches × patches] mask in every Qwen2.5-VL vision "
+        "block with sdpa/eager (PR #37363 removed it). Default false.",
+    )
     tower_gradient_checkpointing: bool | None = Field(
         None, description="Recompute vision blocks in backward. Default: follows `gradient_checkpointing` (ms-swift)."
     )
