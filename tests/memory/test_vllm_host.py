@@ -57,9 +57,12 @@ def test_sleep_residue() -> None:
     assert V.residue_after_sleep_bytes(b, 2) == 12
 
 
-def test_offloaded_optimizer_is_16_bytes_per_param_per_rank() -> None:
-    # DeepSpeed docs / research §4: fp32 param 4 + fp32 grad 4 + Adam m 4 + v 4 = 16Ψ/N per rank.
-    assert H.offloaded_optimizer_bytes_per_rank(1000, 4, 8000, 4) == 16 * 1000 // 4
+def test_per_tensor_offload_rounds_each_tensor() -> None:
+    # Two 3-MiB tensors (bf16, 1.5M elements each) moved whole: 2 × 4 MiB pinned; sharded over
+    # 3 ranks each shard is 1 MiB exactly.
+    tensors = [(1_572_864, 2)]
+    assert H.per_tensor_offload_pinned_bytes(tensors, 3, False, 2) == 2 * 4 * 2**20
+    assert H.per_tensor_offload_pinned_bytes(tensors, 3, True, 2) == 2 * 2**20
 
 
 def test_ray_object_store_cap() -> None:

@@ -78,7 +78,11 @@ def test_sleep_level_frees_engine_in_training() -> None:
 def test_level_one_sleep_pins_weights_on_host_per_worker() -> None:
     plan = plan_of(BASE_SPEC)
     host = {c.name: c.num_bytes for p in plan.host.phases if p.name == "train" for c in p.components}
-    assert host["vllm.sleep_weights_pinned"] == plan.engine.weight_bytes * 4
+    # Per worker: the weight segments, each rounded up to a power of two when pinned.
+    from oomless.memory.pinned import vllm_sleep_backup_bytes
+
+    assert host["vllm.sleep_weights_pinned"] == vllm_sleep_backup_bytes(plan.arch, 1) * 4
+    assert plan.engine.weight_bytes * 4 < host["vllm.sleep_weights_pinned"] < plan.engine.weight_bytes * 4 * 2
     level2 = plan_of(merged(BASE_SPEC, **{"rollout.sleep_level": 2}))
     assert all(c.name != "vllm.sleep_weights_pinned" for p in level2.host.phases for c in p.components)
 

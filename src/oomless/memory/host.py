@@ -8,27 +8,7 @@ from __future__ import annotations
 import math
 
 from . import constants as C
-
-
-def offloaded_optimizer_bytes_per_rank(num_trainable: int, master_bytes: int, state_bytes_total: int, num_shards: int) -> int:
-    """ZeRO-Offload / FSDP CPU offload: the rank's partition of fp32 master weights,
-    optimizer states and the fp32 gradients the CPU optimizer steps on (4 + 8 + 4 = 16 B per
-    param for Adam), pinned by default since DeepSpeed PR #8207.
-    Source: DeepSpeed docs memory.rst; research/memory-model.md §4 (16Ψ/N per rank)."""
-    per_param_grads = C.FP32_BYTES * num_trainable
-    return math.ceil((num_trainable * master_bytes + state_bytes_total + per_param_grads) / num_shards)
-
-
-def offloaded_param_bytes_per_rank(weight_bytes_full: int, num_shards: int) -> int:
-    """ZeRO-3 offload_param / FSDP param offload: the rank's 16-bit parameter shard, pinned."""
-    return math.ceil(weight_bytes_full / num_shards)
-
-
-def vllm_sleep_copy_bytes(weight_bytes_per_rank: int, num_workers_per_node: int) -> int:
-    """Level-1 sleep copies each worker's weights into pinned host memory (torch.empty(...,
-    pin_memory=True) in vllm/device_allocator/cumem.py). PyTorch's CachingHostAllocator
-    keeps freed pinned blocks for reuse, so we count the copy as resident for the run."""
-    return weight_bytes_per_rank * num_workers_per_node
+from .pinned import pinned_allocation_bytes
 
 
 def model_loading_bytes_per_process(weight_bytes_full: int, sharded_init: bool, max_shard_file_bytes: int) -> int:
@@ -47,3 +27,16 @@ def ray_object_store_bytes(host_ram_bytes: int, fraction: float) -> int:
     Source: ray/_private/ray_constants.py (DEFAULT_OBJECT_STORE_MEMORY_PROPORTION 0.3,
     DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES)."""
     return min(int(host_ram_bytes * fraction), C.RAY_OBJECT_STORE_CAP_BYTES)
+
+
+def per_tensor_offload_pinned_bytes(tensor_numels: list[tuple[int, int]], num_shards: int, sharded: bool, bytes_per_param: int) -> int:
+    """One rank's pinned bytes when each parameter (or its ZeRO-3 shard) is moved to CPU with
+    `.to("cpu", non_blocking=True)`, one allocation per tensor, each rounded to a power of two
+    by PyTorch's CachingHostAllocator. ``tensor_numels`` is (numel, count) pairs.
+    Source: ms-swift `offload_model` (per-parameter moves), aten `_to_copy` (pinned output for
+    non-blocking device-to-host copies), CachingHostAllocator.h (`PowerOf2Ceil`)."""
+    total = 0
+    for numel, count in tensor_numels:
+        per_rank = math.ceil(numel / num_shards) if sharded else numel
+        total += count * pinned_allocation_bytes(per_rank * bytes_per_param)
+    return total

@@ -2,13 +2,19 @@
 
 The node's limit is Ray's kill threshold × RAM when Ray runs (its memory monitor kills
 workers above `memory_usage_threshold`, default 0.95), else the RAM itself (kernel OOM killer).
-Per-rank terms are multiplied by the ranks of that model on the node.
+Per-rank terms are multiplied by the ranks of that model on the node. Every pinned buffer is
+rounded up to a power of two, as PyTorch's CachingHostAllocator allocates it (memory/pinned.py);
+freed pinned blocks stay cached, so a buffer counts from its first use on.
 """
 
 from __future__ import annotations
 
+import math
+
 from ..memory import constants as C
 from ..memory import host as H
+from ..memory import params as P
+from ..memory import pinned as PIN
 from ..memory import states as S
 from ..memory import vllm as V
 from ..memory.components import Category, Component
@@ -41,30 +47,74 @@ def _ray(spec: RunSpec) -> list[Component]:
     return [_c("ray.object_store", H.ray_object_store_bytes(ram, spec.ray.object_store_fraction))]
 
 
+def _state_buffers(spec: RunSpec, m: RoleModel) -> list[int]:
+    """Bytes per element of each flat optimizer buffer a CPU optimizer keeps: fp32 master
+    (mixed precision), the optimizer's states, fp32 gradients (DeepSpeed CPU Adam)."""
+    master = [C.FP32_BYTES] if S.master_bytes_per_param(spec.precision) else []
+    states = S.optimizer_state_bytes(m.arch, spec.finetune, spec.optimizer, spec.precision, m.num_trainable)
+    per_element = states // max(m.num_trainable, 1)
+    return master + [per_element, C.FP32_BYTES]
+
+
 def _strategy_offload(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Component]:
-    """ZeRO-Offload / FSDP CPU offload of the trainable models, pinned, per rank."""
-    out = []
+    """ZeRO-Offload / FSDP CPU offload of the trainable models: flat pinned buffers per rank,
+    each rounded to a power of two (pinned.flat_partition_pinned_bytes; ZeRO-3 per sub-group)."""
+    out, dist = [], spec.distribution
+    sub_group = dist.sub_group_size if dist.strategy == Strategy.zero3 else None
     for role, m in models.items():
+        if not m.trainable:
+            continue
         ranks, p = _ranks(groups, role), role.value
-        if m.trainable and spec.distribution.offload_optimizer:
-            states = S.optimizer_state_bytes(m.arch, spec.finetune, spec.optimizer, spec.precision, m.num_trainable)
-            per_rank = H.offloaded_optimizer_bytes_per_rank(m.num_trainable, S.master_bytes_per_param(spec.precision), states, m.num_shards)
+        elements = math.ceil(m.num_trainable / m.num_shards)
+        if dist.offload_optimizer:
+            per_rank = sum(PIN.flat_partition_pinned_bytes(elements, b, sub_group) for b in _state_buffers(spec, m))
             out.append(_c(f"offload.{p}.optimizer_pinned", per_rank * ranks))
-        if m.trainable and spec.distribution.offload_params:
-            out.append(_c(f"offload.{p}.params_pinned", H.offloaded_param_bytes_per_rank(m.weights_full, m.num_shards) * ranks))
+        if dist.offload_params:
+            per_param = m.weights_full // max(P.num_parameters(m.arch), 1) or C.BF16_BYTES
+            params = PIN.flat_partition_pinned_bytes(math.ceil(P.num_parameters(m.arch) / m.num_shards), per_param, sub_group)
+            out.append(_c(f"offload.{p}.params_pinned", params * ranks))
     return out
 
 
-def _sleep_copies(spec: RunSpec, groups: tuple[Group, ...], budget: V.EngineBudget) -> list[Component]:
+def _sleep_copies(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Component]:
+    """Level-1 sleep: every vLLM worker's weight segments backed up in pinned host memory,
+    each rounded to a power of two (pinned.vllm_sleep_backup_bytes); the blocks stay cached
+    after wake-up."""
     ro = spec.rollout
     if ro.engine != RolloutEngine.vllm_colocate or ro.sleep_level != 1:
         return []
-    return [_c("vllm.sleep_weights_pinned", H.vllm_sleep_copy_bytes(budget.weight_bytes, _ranks(groups, Role.vllm)))]
+    per_worker = PIN.vllm_sleep_backup_bytes(models[Role.actor].arch, ro.tensor_parallel_size)
+    return [_c("vllm.sleep_weights_pinned", per_worker * _ranks(groups, Role.vllm))]
+
+
+def _moved_weights_bytes(spec: RunSpec, m: RoleModel) -> int:
+    """One rank's pinned bytes for its weights moved to CPU: FSDP flat-parameter shards per unit
+    (verl `offload_fsdp_model`), or each parameter / ZeRO-3 shard (ms-swift)."""
+    arch = m.arch
+    per_param = max(m.weights_full // max(P.num_parameters(arch), 1), 1)
+    if spec.distribution.strategy == Strategy.fsdp:
+        return PIN.fsdp_offload_pinned_bytes(arch, m.num_shards, per_param)
+    sharded = S.SHARDING[spec.distribution.strategy].weights
+    tensors = [(t.numel, t.count) for t in P.model_tensors(arch)]
+    return H.per_tensor_offload_pinned_bytes(tensors, m.num_shards, sharded, per_param)
+
+
+def _moved_states_bytes(spec: RunSpec, m: RoleModel, with_master: bool) -> int:
+    """One rank's pinned bytes for optimizer states moved to CPU: per FSDP unit (verl
+    `offload_fsdp_optimizer`), or DeepSpeed's flat partition per state (ms-swift)."""
+    if spec.distribution.strategy == Strategy.fsdp:
+        return PIN.fsdp_optimizer_offload_pinned_bytes(m.arch, m.num_shards)
+    elements = math.ceil(m.num_trainable / m.num_shards)
+    buffers = _state_buffers(spec, m)[:-1]
+    if not with_master and S.master_bytes_per_param(spec.precision):
+        buffers = buffers[1:]
+    return sum(PIN.flat_partition_pinned_bytes(elements, b) for b in buffers)
 
 
 def _moved_to_cpu(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], phase: str) -> list[Component]:
-    """GPU-resident states moved to CPU: ms-swift's rollout offload (actor and reference
-    weights, actor optimizer) in rollout, or every idle model with offload_idle_models."""
+    """GPU-resident states moved to CPU (pinned): ms-swift's and EasyR1's rollout offload
+    (actor and reference weights, the actor's optimizer states) in rollout, or every idle
+    model with offload_idle_models."""
     ro, out = spec.rollout, []
     for role, m in models.items():
         ranks, p = _ranks(groups, role), role.value
@@ -72,11 +122,10 @@ def _moved_to_cpu(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, R
         swift = phase == "rollout" and ro.sleep_level > 0
         weights = idle or (swift and ro.offload_model and role in (Role.actor, Role.reference))
         states = m.trainable and (idle or (swift and ro.offload_optimizer and role == Role.actor))
-        if weights:
-            out.append(_c(f"moved_to_cpu.{p}.weights", (m.weights + m.persistent) * ranks))
-        if states:
-            master = m.master if idle else 0
-            out.append(_c(f"moved_to_cpu.{p}.optimizer_states", (m.optimizer_states + master) * ranks))
+        if weights and m.weights:
+            out.append(_c(f"moved_to_cpu.{p}.weights", _moved_weights_bytes(spec, m) * ranks))
+        if states and m.optimizer_states:
+            out.append(_c(f"moved_to_cpu.{p}.optimizer_states", _moved_states_bytes(spec, m, idle) * ranks))
     return out
 
 
@@ -90,7 +139,7 @@ def _loading(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleMo
 
 
 def host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], budget: V.EngineBudget) -> list[Phase]:
-    pinned = _strategy_offload(spec, groups, models) + _sleep_copies(spec, groups, budget) + _ray(spec)
+    pinned = _strategy_offload(spec, groups, models) + _sleep_copies(spec, groups, models) + _ray(spec)
     phases = [
         ("load", _loading(spec, groups, models) + _strategy_offload(spec, groups, models) + _ray(spec)),
         ("rollout", pinned + _moved_to_cpu(spec, groups, models, "rollout")),

@@ -14,7 +14,7 @@ from ..catalog.models import ModelArch
 from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
-from ..spec.run import Algorithm, Finetune, FinetuneMethod, Role, RolloutEngine, RunSpec, Strategy
+from ..spec.run import Algorithm, Finetune, FinetuneMethod, Precision, Role, RolloutEngine, RunSpec, Strategy
 
 MODEL_ROLES = (Role.actor, Role.reference, Role.critic, Role.reward)
 
@@ -186,6 +186,19 @@ def _fp32_grads(spec: RunSpec, num_trainable: int, n: int) -> int:
     return partition
 
 
+def fsdp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
+    """FSDP with mixed precision keeps the sharded parameters themselves in fp32 (they are the
+    optimizer's master copy; bf16 exists only unsharded during compute) and reduces gradients
+    in fp32: 4 + 4 + 8 = 16 bytes per parameter, ZeRO-3's total split differently.
+    Source: verl/EasyR1 `fsdp_workers.py` (actor loaded in float32, MixedPrecision(param_dtype
+    bf16, reduce_dtype fp32)); PyTorch FSDP MixedPrecision docs."""
+    return (
+        spec.distribution.strategy == Strategy.fsdp
+        and spec.precision != Precision.bf16
+        and finetune.method == FinetuneMethod.full
+    )
+
+
 def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
     """A model with gradients and optimizer states (actor, critic), per GPU. ZeRO-3 keeps
     its flat gradient partition from init (stage3.py `grad_partitions_flat_buffer`)."""
@@ -194,6 +207,8 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
     finetune = spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full)
     grads = num_trainable * S.grad_bytes_per_param(spec.precision)
     master = num_trainable * S.master_bytes_per_param(spec.precision)
+    if fsdp_fp32_params(spec, finetune):
+        weights_full, grads, master = num_trainable * C.FP32_BYTES, num_trainable * C.FP32_BYTES, 0
     states = S.optimizer_state_bytes(arch, finetune, spec.optimizer, spec.precision, num_trainable)
     on_gpu = not dist.offload_optimizer
     return RoleModel(
