@@ -150,3 +150,34 @@ def test_s4_before_breaks_at_load_because_the_engine_took_the_card() -> None:
 
 def test_s4_after_fits() -> None:
     assert plan_file("s4-after.yaml").fits
+
+
+def test_s0_before_breaks_at_load_and_after_fits() -> None:
+    before, after = plan_file("s0-before.yaml"), plan_file("s0-after.yaml")
+    assert not before.fits
+    assert (before.binding.phase, before.binding.device) == ("load", "gpu")
+    assert after.fits
+    # 602112 px is 768 tokens (24 × 32 patches of 28 px) per image.
+    assert before.shape.image_tokens_per_prompt == 768
+
+
+def test_s3_breaks_in_training_on_the_worst_case_image_and_fits_at_batch_one() -> None:
+    before, after = plan_file("s3-before.yaml"), plan_file("s3-after.yaml")
+    assert before.shape.image_tokens_per_prompt == 16_384
+    assert not before.fits
+    assert (before.binding.phase, before.binding.device) == ("train", "gpu")
+    assert before.binding.component == "vision.activations"
+    assert after.fits
+
+
+def test_s2_host_components_and_what_the_fix_removes() -> None:
+    before, after = plan_file("s2-before.yaml"), plan_file("s2-after.yaml")
+    peak = before.host.peak_phase
+    names = {c.name for c in peak.components}
+    assert peak.name == "rollout"
+    assert {"moved_to_cpu.actor.weights", "moved_to_cpu.actor.optimizer_states", "vllm.sleep_weights_pinned", "ray.object_store"} <= names
+    moved = sum(c.num_bytes for c in peak.components if c.name.startswith("moved_to_cpu."))
+    assert before.host.peak_phase.peak_bytes - after.host.peak_phase.peak_bytes == moved
+    # The GPUs were fine in both runs.
+    assert all(c.ok for c in before.constraints if c.device == "gpu")
+    assert all(c.ok for c in after.constraints if c.device == "gpu")

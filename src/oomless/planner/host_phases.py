@@ -130,11 +130,14 @@ def _moved_to_cpu(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, R
 
 
 def _loading(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Component]:
+    """Checkpoint loading in host RAM: every process (or only local rank 0 with rank0_init)
+    materialises its model, a ZeRO-3 rank one checkpoint file at a time."""
     sharded_init = spec.distribution.strategy == Strategy.zero3
     out = []
     for role, m in models.items():
         per_proc = H.model_loading_bytes_per_process(m.weights_full, sharded_init, C.HF_CHECKPOINT_SHARD_BYTES)
-        out.append(_c(f"model_loading.{role.value}", per_proc * _ranks(groups, role)))
+        loaders = 1 if spec.distribution.rank0_init else _ranks(groups, role)
+        out.append(_c(f"model_loading.{role.value}", per_proc * loaders))
     return out
 
 

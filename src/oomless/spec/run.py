@@ -87,6 +87,11 @@ class Distribution(_Frozen):
     stage3_max_live_parameters: Annotated[int, Field(ge=0)] = Field(
         1_000_000_000, description="ZeRO-3 cap on gathered parameters in elements. Default 1e9."
     )
+    rank0_init: bool = Field(
+        False,
+        description="Only local rank 0 loads the checkpoint into host RAM, the others build on the meta "
+        "device (verl/EasyR1 FSDP `enable_rank0_init`). Default false.",
+    )
     sub_group_size: Annotated[int, Field(ge=1)] = Field(
         1_000_000_000, description="ZeRO-3 optimizer-step tile in elements (fp32 grads exist per tile). Default 1e9."
     )
