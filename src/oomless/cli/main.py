@@ -50,10 +50,15 @@ def run_guarded(fn: Callable[[], int]) -> None:
 
 
 def _register() -> None:
-    from . import catalog_cmd, plan_cmd
+    """Every `cli/*_cmd.py` module registers its commands (each imports its heavy parts lazily)."""
+    import importlib
+    import pkgutil
 
-    plan_cmd.register(app)
-    catalog_cmd.register(app)
+    from .. import cli
+
+    for info in sorted(pkgutil.iter_modules(cli.__path__), key=lambda m: m.name):
+        if info.name.endswith("_cmd"):
+            importlib.import_module(f"{cli.__name__}.{info.name}").register(app)
 
 
 _register()
