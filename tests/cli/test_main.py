@@ -19,6 +19,13 @@ EXPECTED_SURFACE = {
     "plan": [
         ("spec", ("spec",), "argument", True, None),
         ("as_json", ("--json",), "option", False, False),
+        ("from_framework", ("--from",), "option", False, None),
+        ("gpu", ("--gpu",), "option", False, None),
+        ("gpus_per_node", ("--gpus-per-node",), "option", False, None),
+        ("nodes", ("--nodes",), "option", False, None),
+        ("host_ram", ("--host-ram",), "option", False, None),
+        ("html", ("--html",), "option", False, None),
+        ("png", ("--png",), "option", False, None),
     ],
     "models": [],
     "gpus": [],

@@ -3,11 +3,15 @@
 Examples:
     oomless plan examples/seeds/s1-before.yaml
     oomless plan examples/seeds/s1-after.yaml --json
+    oomless plan --from swift examples/seeds/native/s1-before.sh --gpu RTX-3090
+    oomless plan examples/seeds/s0-before.yaml --html s0.html --png s0.png
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -16,8 +20,17 @@ from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
 
 
 def plan_command(
-    spec: Path = typer.Argument(..., help="Run spec (YAML)."),
+    spec: Path = typer.Argument(..., help="Run spec (YAML), or a framework config with --from."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as a JSON document."),
+    from_framework: str = typer.Option(
+        None, "--from", help="Read SPEC as this framework's config: swift, trl, verl, easyr1, openrlhf, orz."
+    ),
+    gpu: str = typer.Option(None, "--gpu", help="GPU type when the framework config does not say (with --from)."),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML chart of the plan."),
+    png: Path = typer.Option(None, "--png", help="Also write a PNG chart of the plan."),
 ) -> None:
     """Plan one run: peak memory per phase on every GPU and on the host; exit 0 fits, 1 does not fit, 2 bad input."""
     from .main import run_guarded
@@ -25,14 +38,18 @@ def plan_command(
     def body() -> int:
         from ..planner.plan import make_plan
         from ..planner.report import plan_to_dict
-        from ..spec.load import load_run
 
-        run = load_run(spec)
+        run = load_any(spec, from_framework, HardwareOptions(gpu, gpus_per_node, nodes, host_ram))
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)
+        document = plan_to_dict(plan, run.warnings)
+        if html is not None or png is not None:
+            from ..charts import write_charts
+
+            write_charts(document, html=html, png=png)
         if as_json:
-            typer.echo(json.dumps(plan_to_dict(plan, run.warnings), indent=2))
+            typer.echo(json.dumps(document, indent=2))
         else:
             from .render import render_plan
 
@@ -40,6 +57,32 @@ def plan_command(
         return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
 
     run_guarded(body)
+
+
+@dataclass(frozen=True)
+class HardwareOptions:
+    gpu: str | None
+    gpus_per_node: int | None
+    nodes: int | None
+    host_ram_gib: float | None
+
+
+def load_any(path: Path, framework: str | None, hardware: HardwareOptions):  # noqa: ANN201 - ResolvedRun
+    """A YAML spec, or a framework's config through its adapter (ignored flags become warnings)."""
+    from ..spec.load import load_run, parse_spec, resolve
+
+    if framework is None:
+        if any(v is not None for v in vars(hardware).values()):
+            typer.echo("warning: --gpu/--gpus-per-node/--nodes/--host-ram are ignored without --from", err=True)
+        return load_run(path)
+    from ..adapters import HardwareFlags, import_native
+
+    imported = import_native(framework, path, HardwareFlags(**vars(hardware)))
+    for line in imported.notes:
+        typer.echo(f"note: {line}", err=True)
+    run = resolve(parse_spec(imported.spec), path.resolve().parent)
+    ignored = tuple(f"{framework}: {line}" for line in imported.ignored)
+    return dataclasses.replace(run, warnings=ignored + run.warnings)
 
 
 def register(app: typer.Typer) -> None:
