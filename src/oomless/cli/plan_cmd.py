@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
+
+if TYPE_CHECKING:
+    from ..adapters import HardwareFlags
+    from ..spec.load import ResolvedRun
 
 
 def plan_command(
@@ -39,7 +43,9 @@ def plan_command(
         from ..planner.plan import make_plan
         from ..planner.report import plan_to_dict
 
-        run = load_any(spec, from_framework, HardwareOptions(gpu, gpus_per_node, nodes, host_ram))
+        from ..adapters import HardwareFlags
+
+        run = load_any(spec, from_framework, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)
@@ -59,15 +65,7 @@ def plan_command(
     run_guarded(body)
 
 
-@dataclass(frozen=True)
-class HardwareOptions:
-    gpu: str | None
-    gpus_per_node: int | None
-    nodes: int | None
-    host_ram_gib: float | None
-
-
-def load_any(path: Path, framework: str | None, hardware: HardwareOptions):  # noqa: ANN201 - ResolvedRun
+def load_any(path: Path, framework: str | None, hardware: HardwareFlags) -> ResolvedRun:
     """A YAML spec, or a framework's config through its adapter (ignored flags become warnings)."""
     from ..spec.load import load_run, parse_spec, resolve
 
@@ -75,9 +73,9 @@ def load_any(path: Path, framework: str | None, hardware: HardwareOptions):  # n
         if any(v is not None for v in vars(hardware).values()):
             typer.echo("warning: --gpu/--gpus-per-node/--nodes/--host-ram are ignored without --from", err=True)
         return load_run(path)
-    from ..adapters import HardwareFlags, import_native
+    from ..adapters import import_native
 
-    imported = import_native(framework, path, HardwareFlags(**vars(hardware)))
+    imported = import_native(framework, path, hardware)
     for line in imported.notes:
         typer.echo(f"note: {line}", err=True)
     run = resolve(parse_spec(imported.spec), path.resolve().parent)
