@@ -279,8 +279,7 @@ class GroupPlanner:
             m = self.models[Role.actor]
             lora = spec.finetune.method != FinetuneMethod.full
             if S.SHARDING[spec.distribution.strategy].weights:
-                gather = m.weights_full - m.weights if lora else P.num_largest_module_parameters(m.arch) * C.BF16_BYTES
-                comps.append(_c("sync.gathered_params", Category.PARAM, gather))
+                comps.append(_c("sync.gathered_params", Category.PARAM, sync_gather_bytes(spec, m)))
             if lora:
                 comps.append(_c("sync.lora_merge_delta", Category.TEMP, lora_merge_delta_bytes(m.arch)))
         elif not spec.rollout.engine_in_trainer_process:
@@ -314,6 +313,17 @@ class GroupPlanner:
             own = [c for c in overheads if c.name.startswith("vllm.") or not self.spec.placement.process_per_role]
             return sum(c.num_bytes for c in own)
         return sum(c.num_bytes for c in overheads) + sum(m.weights + m.persistent for m in self.models.values())
+
+
+def sync_gather_bytes(spec: RunSpec, m: RoleModel) -> int:
+    """Unsharded 16-bit weights alive while the actor's weights go to the engine: the whole
+    model, a 1/N batch of it (ms-swift `move_model_batches`), or one parameter at a time (TRL
+    full fine-tuning: the largest module). LoRA merges need whole batches."""
+    batches = spec.rollout.weight_sync_batches
+    if batches is None and spec.finetune.method == FinetuneMethod.full:
+        return P.num_largest_module_parameters(m.arch) * C.BF16_BYTES
+    unsharded = m.weights_full - m.weights
+    return unsharded // (batches or 1)
 
 
 def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:

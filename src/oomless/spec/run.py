@@ -178,6 +178,12 @@ class Rollout(_Frozen):
         description="vllm_colocate: the engine runs inside the training process and shares its CUDA "
         "context (TRL, ms-swift, verl); false for separate worker processes (OpenRLHF, ORZ). Default true.",
     )
+    weight_sync_batches: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="Under ZeRO-3/FSDP the weights are gathered for the sync in this many batches: 1 = the whole "
+        "model at once (ms-swift default; LoRA merges need it), N = ms-swift `move_model_batches`; default "
+        "none = one parameter at a time (TRL full fine-tuning), the whole model for LoRA.",
+    )
     engine_starts_first: bool = Field(
         False,
         description="The engine is created before the training models are loaded (ORZ, OpenRLHF create vLLM "
