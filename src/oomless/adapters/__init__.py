@@ -1,6 +1,6 @@
 """Adapters to the configs of other frameworks: read them into a run spec, write a spec back.
 
-One module per framework (`swift`, `trl`, `verl`, `easyr1`, `openrlhf`, `orz`), each a set of
+One module per framework (`swift`, `trl`, `verl`, `easyr1`, `openrlhf`, `orz`, `vlmr1`), each a set of
 pure functions with golden-file tests and version notes. Core code never branches on a
 framework's name; the CLI reaches a framework only through `import_native` / `export_native`.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import InputError
 
-FRAMEWORKS = ("swift", "trl", "verl", "easyr1", "openrlhf", "orz")
+FRAMEWORKS = ("swift", "trl", "verl", "easyr1", "openrlhf", "orz", "vlmr1")
 
 
 @dataclass(frozen=True)

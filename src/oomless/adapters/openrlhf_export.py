@@ -1,0 +1,128 @@
+"""A run spec → OpenRLHF `train_ppo_ray` launch scripts, dotted (0.11.2) and classic (0.10.1).
+
+The flags are those `openrlhf.py` reads back (same canonical names, `FLAG`); every flag and
+value written is checked against the version's flag table in the tests.
+Assumes: one optimizer step per rollout (train batch = actor GPUs × micro batch, rollout batch =
+that / samples per prompt, rounded up); batch sizes have no effect on the planned memory.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from . import _native as N
+from .openrlhf import CLASSIC, DOTTED, FLAG
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    canon = _canonical(spec)
+    paths = []
+    for name, version, dotted in (("train_ppo_ray.sh", DOTTED, True), ("train_ppo_ray_classic.sh", CLASSIC, False)):
+        paths.append(N.write_new_file(out_dir / name, _script(spec, canon, version, dotted), force))
+    return paths
+
+
+def _script(spec: Any, canon: dict[str, Any], version: str, dotted: bool) -> str:
+    lines = []
+    for key, value in canon.items():
+        flag = FLAG[key][1 if dotted else 0]
+        if flag is None:
+            continue
+        if value is True:
+            lines.append(flag)
+        elif value is not False and value is not None:
+            words = value if isinstance(value, list) else [value]
+            lines.append(" ".join([flag, *(shlex.quote(str(w)) for w in words)]))
+    world = spec.hardware.num_nodes * canon.get("actor_gpus_per_node", spec.hardware.gpus_per_node)
+    train = world * spec.batch.micro_batch_size
+    rollout = -(-train // spec.batch.num_generations)
+    names = ("--train.batch_size", "--rollout.batch_size") if dotted else ("--train_batch_size", "--rollout_batch_size")
+    lines += [f"{names[0]} {train}", f"{names[1]} {rollout}"]
+    head = N.header([f"openrlhf=={version}", f"OpenRLHF {version} launch written by `oomless export --to openrlhf` for {spec.model}.",
+                     "Add your dataset (--data.prompt_dataset / --prompt_data) and reward before training."])
+    body = " \\\n    ".join(["python3 -m openrlhf.cli.train_ppo_ray", *lines])
+    return "#!/bin/bash\n" + head + body + "\n"
+
+
+def _groups(spec: Any) -> list[tuple[str, ...]]:
+    from ..planner.roles import placement_groups
+
+    return [tuple(r.value for r in g.roles) for g in placement_groups(spec)]
+
+
+def _canonical(spec: Any) -> dict[str, Any]:
+    fw = "openrlhf"
+    strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    N.require(spec, "distribution.offload_params", (False,), fw)
+    N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    N.require(spec, "optimizer", ("adamw",), fw)
+    N.require(spec, "placement.process_per_role", (True,), fw)
+    N.require(spec, "rollout.offload_model", (False,), fw)
+    N.require(spec, "rollout.offload_optimizer", (False,), fw)
+    algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    ro, hw = spec.rollout, spec.hardware
+    engine = ro.engine.value
+    if engine != "hf":
+        N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+        N.require(spec, "rollout.engine_starts_first", (True,), fw)
+    groups = _groups(spec)
+    colocate_all = engine == "vllm_colocate"
+    if colocate_all and len(groups) != 1:
+        raise InputError("placement.groups", "OpenRLHF colocates vLLM only with every model in one group (colocate_all)")
+    by_role = {role: g for g in groups for role in g}
+    per_node = _gpus_per_group(spec)
+    c: dict[str, Any] = {"pretrain": spec.model, "colocate_all": colocate_all,
+                         "colocate_actor_ref": not colocate_all and by_role.get("reference") == by_role["actor"],
+                         "colocate_critic_reward": not colocate_all and "reward" in by_role and by_role.get("critic") == by_role["reward"]}
+    for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
+        if role in by_role:
+            c[f"{key}_nodes"], c[f"{key}_gpus_per_node"] = hw.num_nodes, per_node[by_role[role]]
+    if engine != "hf":
+        vllm_gpus = per_node[by_role["vllm"]] * hw.num_nodes
+        if vllm_gpus % ro.tensor_parallel_size:
+            raise InputError("rollout.tensor_parallel_size", f"{ro.tensor_parallel_size} does not divide the {vllm_gpus} vLLM GPUs")
+        c.update(vllm_engines=vllm_gpus // ro.tensor_parallel_size, vllm_tp=ro.tensor_parallel_size,
+                 vllm_util=ro.gpu_memory_utilization, vllm_sleep=colocate_all and ro.sleep_level > 0,
+                 enforce_eager=ro.enforce_eager)
+        if not colocate_all or ro.sleep_level == 2:
+            N.require(spec, "rollout.sleep_level", (0, 1) if colocate_all else (0,), fw)
+    else:
+        c["vllm_engines"] = 0
+    c.update(ds_sleep=spec.placement.offload_idle_models, ref_reward_offload=spec.placement.offload_idle_models,
+             ref_offload=spec.placement.offload_idle_models, reward_offload=spec.placement.offload_idle_models,
+             zero_stage={"ddp": 0}.get(strategy, int(strategy[-1:] or 0)), adam_offload=spec.distribution.offload_optimizer,
+             grad_ckpt=spec.gradient_checkpointing, attn=spec.attention.value,
+             param_dtype="fp16" if spec.precision.value == "fp16_mixed" else "bf16")
+    c.update(_training_flags(spec, algorithm))
+    return c
+
+
+def _gpus_per_group(spec: Any) -> dict[tuple[str, ...], int]:
+    from ..planner.roles import placement_groups
+
+    return {tuple(r.value for r in g.roles): g.gpus_per_node for g in placement_groups(spec)}
+
+
+def _training_flags(spec: Any, algorithm: str) -> dict[str, Any]:
+    ft, b, lengths = spec.finetune, spec.batch, spec.lengths
+    c: dict[str, Any] = {"micro_train": b.micro_batch_size, "micro_rollout": spec.logprob_micro_batch_size,
+                         "n_samples": b.num_generations, "max_len": lengths.max_prompt_tokens + lengths.max_completion_tokens,
+                         "max_new_tokens": lengths.max_completion_tokens, "init_kl": spec.kl_beta,
+                         "estimator": {"ppo": "gae", "rloo": "rloo"}.get(algorithm, "group_norm")}
+    if spec.rollout.max_model_len not in (None, c["max_len"]):
+        raise InputError("rollout.max_model_len", f"OpenRLHF 0.9+ sets vLLM's max_model_len to max_len ({c['max_len']})")
+    if ft.method.value != "full":
+        c.update(lora_rank=ft.lora_rank, lora_alpha=int(ft.lora_alpha), lora_dropout=ft.lora_dropout or None,
+                 lora_targets=ft.lora_targets if isinstance(ft.lora_targets, list) else ["all-linear"],
+                 load_in_4bit=ft.method.value == "qlora")
+    if algorithm == "ppo" and spec.critic.model is not None:
+        c["critic_pretrain"] = spec.critic.model
+    if spec.reward_model.model is not None:
+        c["reward_pretrain"] = spec.reward_model.model
+    if "images_per_prompt" in spec.vision.model_fields_set:
+        c["max_images"] = spec.vision.images_per_prompt
+    c["freeze_visual"] = spec.vision.freeze_tower
+    return c

@@ -1,0 +1,325 @@
+"""Open-Reasoner-Zero: a playground script's experiment config ↔ a run spec.
+
+The script is read with `ast`, never run: the class attributes of its `PPOExpConfig`
+dataclass (a subclass of `BasePPOExpConfig`) are evaluated in order from literals, earlier
+attributes, module constants (`DEBUG_MODE` is False: production values), `x if c else y`,
+arithmetic and `ListConfig([...])`; anything else (f-strings, calls) is reported and not used.
+
+Source: Open-Reasoner-Zero main (orz 0.1.0, 2025-06), `orz/exps/examples/ppo/ppo_base_exp.py`
+(`BasePPOExpConfig` defaults, in `DEFAULTS`; `BasePPOExp.trainer` creates the vLLM engines
+before the models) and `orz/ppo/trainer.py` (`build_models`: a reference model always, a
+critic when `critic_pretrain`, a reward model when `reward_pretrain`; with colocate_all each
+role and one engine per GPU share a placement group, asserted `actor_num_gpus_per_node == 1`
+and `actor_num_nodes == vllm_num_engines`, and idle models and engines are offloaded to CPU
+between phases; otherwise actor+reference and critic+reward share GPUs when colocated and the
+engines have their own).
+Assumes: ORZ's "nodes" count GPUs (its scripts give each role `N` nodes of 1 GPU); the
+engines' CPU offload is planned as vLLM sleep level 1; packed training rows
+(`packing_max_len`) are planned as micro batches of full-length sequences.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from . import HardwareFlags, ImportResult
+from . import _native as N
+
+SUPPORTED_VERSIONS = "Open-Reasoner-Zero 0.1.0 (main, 2025-06; defaults of orz/exps/examples/ppo/ppo_base_exp.py)"
+LOWEST, HIGHEST = "0.1.0", "0.1.0"
+
+DEFAULTS: dict[str, Any] = {
+    "ref_num_nodes": 1, "ref_num_gpus_per_node": 2, "reward_num_nodes": 1, "reward_num_gpus_per_node": 2,
+    "actor_num_nodes": 1, "actor_num_gpus_per_node": 2, "critic_num_nodes": 1, "critic_num_gpus_per_node": 2,
+    "colocate_critic_reward": True, "colocate_actor_ref": True, "colocate_all": False,
+    "vllm_num_engines": 4, "vllm_tensor_parallel_size": 1, "pretrain": "example_path",
+    "critic_pretrain": "example_path", "reward_pretrain": "example_path", "zero_stage": 3, "bf16": True,
+    "adam_offload": True, "flash_attn": True, "gradient_checkpointing": True, "enable_prefix_caching": False,
+    "enable_chunked_prefill": False, "max_num_batched_tokens": 2048, "enforce_eager": False,
+    "gpu_memory_utilization": 0.85, "prompt_max_len": 1024, "generate_max_len": 1024, "train_batch_size": 256,
+    "micro_train_batch_size": 8, "rollout_batch_size": 256, "micro_rollout_batch_size": 32,
+    "micro_forward_batch_size": 32, "policy_update_steps": 4, "critic_update_steps": 4, "max_len": None,
+    "n_samples_per_prompt": 1, "init_kl_coef": 0.01, "use_kl_loss": False, "kl_loss_coef": 0.0,
+    "ref_reward_offload": False, "offload_ref_model": False, "target_modules": "all-linear", "zpg": 1,
+    "grad_accum_dtype": None, "disable_trace_cache": False, "gradient_checkpointing_use_reentrant": False,
+    "vllm_sync_backend": "nccl", "local_rank": -1, "ckpt_path": "example_path", "save_path": "example_path",
+    "tensorboard_log_dir": "example_path", "prompt_data": [], "seed": 42, "load_checkpoint": False, "eval_steps": -1,
+    "save_steps": -1, "save_interval": 100, "actor_learning_rate": 5e-7, "critic_learning_rate": 9e-6,
+    "num_episodes": 1, "max_epochs": 1, "max_norm": 1.0, "num_warmup_steps": 5, "l2": 0.0, "eps_clip": 0.2,
+    "value_clip": 0.2, "lambd": 1, "gamma": 1, "normalize_reward": True, "top_p": 1.0, "temperature": 1.0,
+    "freezing_actor_steps": -1, "kl_target": None, "use_kl_estimator_k3": False, "use_abs_kl": False,
+    "adam_betas": [0.9, 0.95], "reward_clip_range": [-10, 10], "use_compute_reward_fn": False,
+    "advantage_normalize": True, "value_head_prefix": "value_head", "enable_eval": False, "eval_interval": -1,
+    "update_ref_every_epoch": False,
+}
+PLAYGROUND_FIELDS = {"use_orm_score", "eval_prompt_data", "prompt_data_probs", "top_k", "stop", "total_num_nodes", "use_grpo"}
+MAPPED = {
+    "ref_num_nodes", "ref_num_gpus_per_node", "reward_num_nodes", "reward_num_gpus_per_node", "actor_num_nodes",
+    "actor_num_gpus_per_node", "critic_num_nodes", "critic_num_gpus_per_node", "colocate_critic_reward",
+    "colocate_actor_ref", "colocate_all", "vllm_num_engines", "vllm_tensor_parallel_size", "pretrain",
+    "critic_pretrain", "reward_pretrain", "zero_stage", "bf16", "adam_offload", "flash_attn", "gradient_checkpointing",
+    "max_num_batched_tokens", "enforce_eager", "gpu_memory_utilization", "prompt_max_len", "generate_max_len",
+    "micro_train_batch_size", "micro_forward_batch_size", "max_len", "n_samples_per_prompt", "init_kl_coef",
+    "total_num_nodes", "use_grpo",
+}
+
+
+class _Unresolved:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+
+def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
+    text = N.read_text(path)
+    N.check_version(text, "orz", LOWEST, HIGHEST)
+    try:
+        tree = ast.parse(text, str(path))
+    except SyntaxError as err:
+        raise InputError(str(path), f"not valid Python at line {err.lineno}: {err.msg}") from None
+    cls = _config_class(tree, path)
+    out = N.Collected()
+    user = _class_values(tree, cls, out)
+    values = {**DEFAULTS, **{k: v for k, v in user.items() if not isinstance(v, _Unresolved)}}
+    _to_spec(values, hardware, out)
+    for key, value in user.items():
+        if isinstance(value, _Unresolved):
+            if key in MAPPED:
+                raise InputError(key, f"cannot be read without running the script: {value.source}")
+            out.ignore(key, value.source, "not a literal; not read")
+        elif key == "packing_max_len":
+            out.ignore(key, value, "packed training rows are planned as micro batches of full-length sequences")
+        elif key not in MAPPED and key not in DEFAULTS and key not in PLAYGROUND_FIELDS:
+            out.ignore(key, value, "not a BasePPOExpConfig field; no effect on the planned memory")
+        elif key in PLAYGROUND_FIELDS and key not in MAPPED:
+            out.ignore(key, value, "no effect on the planned memory")
+        elif key not in MAPPED and value != DEFAULTS[key]:
+            out.ignore(key, value, "no effect on the planned memory")
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+
+
+def _config_class(tree: ast.Module, path: Path) -> ast.ClassDef:
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    for node in classes:
+        bases = [ast.unparse(b) for b in node.bases]
+        if node.name == "PPOExpConfig" or any(b.endswith("PPOExpConfig") for b in bases):
+            return node
+    raise InputError(str(path), "no `class PPOExpConfig(BasePPOExpConfig)` found")
+
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    env: dict[str, Any] = {"DEBUG_MODE": False, "True": True, "False": False, "None": None}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name != "DEBUG_MODE":
+                value = _evaluate(node.value, env)
+                if not isinstance(value, _Unresolved):
+                    env[name] = value
+    return env
+
+
+def _class_values(tree: ast.Module, cls: ast.ClassDef, out: N.Collected) -> dict[str, Any]:
+    env = _module_constants(tree)
+    values: dict[str, Any] = {}
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, expr = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, expr = node.targets[0].id, node.value
+        else:
+            continue
+        value = _evaluate(expr, {**env, **values})
+        values[name] = value
+    return values
+
+
+_BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b}
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
+    """A literal expression's value, or `_Unresolved` with its source."""
+    unresolved = _Unresolved(ast.unparse(node))
+    try:
+        value = _eval(node, env)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, _Stop):
+        return unresolved
+    return value
+
+
+class _Stop(Exception):
+    pass
+
+
+def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        value = env[node.id]
+        if isinstance(value, _Unresolved):
+            raise _Stop
+        return value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_eval(e, env) for e in node.elts]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        operand = _eval(node.operand, env)
+        return (not operand) if isinstance(node.op, ast.Not) else -operand
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.BoolOp):
+        values = [_eval(v, env) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else next((v for v in values if v), values[-1])
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        return _COMPARE[type(node.ops[0])](_eval(node.left, env), _eval(node.comparators[0], env))
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "ListConfig" and len(node.args) == 1:
+        return _eval(node.args[0], env)
+    raise _Stop
+
+
+def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
+    out.set("model", N.model_ref(v["pretrain"], "pretrain", out))
+    algorithm = "ppo" if v["critic_pretrain"] else "grpo"
+    out.set("algorithm", algorithm)
+    if algorithm == "ppo" and v["critic_pretrain"] != v["pretrain"]:
+        out.set("critic.model", N.model_ref(v["critic_pretrain"], "critic_pretrain", out))
+    if v["reward_pretrain"]:
+        out.set("reward_model.model", N.model_ref(str(v["reward_pretrain"]).split(",")[0], "reward_pretrain", out))
+    roles = ["actor", "reference"] + (["critic"] if algorithm == "ppo" else []) + (["reward"] if v["reward_pretrain"] else [])
+    _placement(v, roles, flags, out)
+    stage = N.as_int("zero_stage", v["zero_stage"], 0)
+    if stage > 3:
+        raise InputError("zero_stage", f"{stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
+    out.set("distribution", {"strategy": "ddp" if stage == 0 else f"zero{stage}",
+                             "offload_optimizer": N.as_bool("adam_offload", v["adam_offload"])})
+    out.set("precision", "bf16_mixed" if N.as_bool("bf16", v["bf16"]) else "fp16_mixed")
+    out.set("attention", "flash_attention_2" if N.as_bool("flash_attn", v["flash_attn"]) else "eager")
+    out.set("gradient_checkpointing", N.as_bool("gradient_checkpointing", v["gradient_checkpointing"]))
+    out.set("finetune.method", "full")
+    out.set("batch", {"micro_batch_size": N.as_int("micro_train_batch_size", v["micro_train_batch_size"], 1),
+                      "logprob_micro_batch_size": N.as_int("micro_forward_batch_size", v["micro_forward_batch_size"], 1),
+                      "num_generations": N.as_int("n_samples_per_prompt", v["n_samples_per_prompt"], 1)})
+    prompt = N.as_int("prompt_max_len", v["prompt_max_len"], 1)
+    completion = N.as_int("generate_max_len", v["generate_max_len"], 1)
+    out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": completion})
+    out.set("kl_beta", N.as_float("init_kl_coef", v["init_kl_coef"], 0.0))
+    if v["max_len"] is not None and N.as_int("max_len", v["max_len"], 1) != prompt + completion:
+        out.set("rollout.max_model_len", N.as_int("max_len", v["max_len"], 1))
+    out.notes.append("ORZ always loads a reference model (trainer.build_models), whatever the KL coefficients")
+
+
+def _placement(v: dict[str, Any], roles: list[str], flags: HardwareFlags, out: N.Collected) -> None:
+    gpus = {r: N.as_int(f"{r}_num_nodes", v[f"{r}_num_nodes"], 1) * N.as_int(f"{r}_num_gpus_per_node", v[f"{r}_num_gpus_per_node"], 1)
+            for r in ("actor", "ref", "critic", "reward")}
+    engines = N.as_int("vllm_num_engines", v["vllm_num_engines"], 1)
+    tp = N.as_int("vllm_tensor_parallel_size", v["vllm_tensor_parallel_size"], 1)
+    colocate = N.as_bool("colocate_all", v["colocate_all"])
+    if colocate:
+        if v["actor_num_gpus_per_node"] != 1 or v["actor_num_nodes"] != engines or tp != 1:
+            raise InputError("vllm_num_engines", f"colocate_all needs actor_num_gpus_per_node 1 and actor_num_nodes == "
+                             f"vllm_num_engines with tensor parallel 1 (ORZ asserts it); got {v['actor_num_nodes']}, {engines}, {tp}")
+        totals = [(roles + ["vllm"], gpus["actor"])]
+    else:
+        totals = _separate_groups(v, roles, gpus) + [(["vllm"], engines * tp)]
+    total = sum(t for _, t in totals)
+    nodes = flags.num_nodes or max(1, math.ceil(total / (flags.gpus_per_node or min(8, total))))
+    groups = [{"roles": r, "gpus_per_node": math.ceil(t / nodes)} for r, t in totals]
+    per_node = sum(g["gpus_per_node"] for g in groups)
+    if flags.gpus_per_node is None:
+        out.notes.append(f"ORZ's config uses {total} GPUs: planned as {nodes} node(s) of {per_node} (--gpus-per-node/--nodes change it)")
+    out.set("hardware", N.hardware(flags, "orz", per_node, nodes, out))
+    out.set("placement", {"groups": groups, "process_per_role": True, "offload_idle_models": colocate})
+    ro: dict[str, Any] = {
+        "engine": "vllm_colocate" if colocate else "vllm_separate", "tensor_parallel_size": tp,
+        "gpu_memory_utilization": N.as_float("gpu_memory_utilization", v["gpu_memory_utilization"], 0.0, 1.0),
+        "max_num_batched_tokens": N.as_int("max_num_batched_tokens", v["max_num_batched_tokens"], 1),
+        "enforce_eager": N.as_bool("enforce_eager", v["enforce_eager"]),
+        "engine_in_trainer_process": False, "engine_starts_first": True,
+    }
+    if colocate:
+        ro["sleep_level"] = 1
+    out.spec.setdefault("rollout", {}).update(ro)
+
+
+def _separate_groups(v: dict[str, Any], roles: list[str], gpus: dict[str, int]) -> list[tuple[list[str], int]]:
+    out: list[tuple[list[str], int]] = []
+    for first, second, together in (("actor", "reference", "colocate_actor_ref"), ("critic", "reward", "colocate_critic_reward")):
+        key2 = "ref" if second == "reference" else second
+        if first in roles and second in roles and N.as_bool(together, v[together]):
+            out.append(([first, second], gpus[first]))
+            continue
+        out += [([r], gpus[k]) for r, k in ((first, first), (second, key2)) if r in roles]
+    return out
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    """A playground script whose `PPOExpConfig` sets the memory knobs (ORZ's own layout)."""
+    fields = _spec_to_fields(spec)
+    body = "".join(f"    {k}: {_annotation(k, v)} = {v!r}\n" for k, v in fields.items())
+    text = (
+        f"# orz==0.1.0\n# Open-Reasoner-Zero experiment config written by `oomless export --to orz` for {spec.model}.\n"
+        "# Put it in playground/ and run `python -m playground.<name>`; add prompt_data and the reward before training.\n"
+        "import asyncio\nfrom dataclasses import dataclass\nfrom typing import Optional\n\n"
+        "from orz.exps.examples.ppo.ppo_base_exp import BasePPOExpConfig\nfrom playground.orz_7b_ppo import PPOExp\n\n\n"
+        "@dataclass\nclass PPOExpConfig(BasePPOExpConfig):\n" + body +
+        '\n\nif __name__ == "__main__":\n    exp = PPOExp().set_cfg(PPOExpConfig())\n    asyncio.run(exp.run())\n'
+    )
+    return [N.write_new_file(out_dir / "orz_ppo_exp.py", text, force)]
+
+
+def _annotation(key: str, value: Any) -> str:
+    if value is None:
+        return "Optional[int]" if key == "max_len" else "Optional[str]"
+    return {bool: "bool", int: "int", float: "float"}.get(type(value), "Optional[str]")
+
+
+def _spec_to_fields(spec: Any) -> dict[str, Any]:
+    fw = "orz"
+    strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    N.require(spec, "distribution.offload_params", (False,), fw)
+    N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    N.require(spec, "attention", ("flash_attention_2", "eager"), fw)
+    N.require(spec, "finetune.method", ("full",), fw)
+    algorithm = N.require(spec, "algorithm", ("ppo", "grpo"), fw)
+    N.require(spec, "placement.process_per_role", (True,), fw)
+    N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+    N.require(spec, "rollout.engine_starts_first", (True,), fw)
+    engine = N.require(spec, "rollout.engine", ("vllm_colocate", "vllm_separate"), fw)
+    from ..planner.roles import placement_groups
+
+    groups = [(tuple(r.value for r in g.roles), g.gpus_per_node) for g in placement_groups(spec)]
+    nodes, ro = spec.hardware.num_nodes, spec.rollout
+    roles = {r: (g, n) for g, n in groups for r in g}
+    if "reference" not in roles:
+        raise InputError("placement.groups", "ORZ always loads a reference model; place the reference role")
+    colocate = engine == "vllm_colocate"
+    N.require(spec, "placement.offload_idle_models", (colocate,), fw)
+    N.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
+    if colocate and (len(groups) != 1 or ro.tensor_parallel_size != 1):
+        raise InputError("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
+    f: dict[str, Any] = {"colocate_all": colocate}
+    for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
+        if role in roles:
+            f[f"{key}_num_nodes"], f[f"{key}_num_gpus_per_node"] = roles[role][1] * nodes, 1
+    f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles["reference"][0]
+    f["colocate_critic_reward"] = "reward" in roles and roles.get("critic", (None,))[0] == roles["reward"][0]
+    f["vllm_num_engines"] = roles["vllm"][1] * nodes // ro.tensor_parallel_size
+    f["vllm_tensor_parallel_size"] = ro.tensor_parallel_size
+    f.update(pretrain=spec.model, critic_pretrain=(spec.critic.model or spec.model) if algorithm == "ppo" else "",
+             reward_pretrain=spec.reward_model.model, use_grpo=algorithm == "grpo",
+             zero_stage=0 if strategy == "ddp" else int(strategy[-1]), adam_offload=spec.distribution.offload_optimizer,
+             bf16=spec.precision.value == "bf16_mixed", flash_attn=spec.attention.value == "flash_attention_2",
+             gradient_checkpointing=spec.gradient_checkpointing, gpu_memory_utilization=ro.gpu_memory_utilization,
+             max_num_batched_tokens=ro.max_num_batched_tokens or DEFAULTS["max_num_batched_tokens"],
+             enforce_eager=ro.enforce_eager, prompt_max_len=spec.lengths.max_prompt_tokens,
+             generate_max_len=spec.lengths.max_completion_tokens, max_len=ro.max_model_len,
+             micro_train_batch_size=spec.batch.micro_batch_size, micro_forward_batch_size=spec.logprob_micro_batch_size,
+             n_samples_per_prompt=spec.batch.num_generations, init_kl_coef=spec.kl_beta)
+    return f

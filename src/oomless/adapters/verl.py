@@ -1,0 +1,340 @@
+"""verl (volcengine/verl): its Hydra YAML and dotted command-line overrides ↔ a run spec.
+
+Input: a YAML config (a full dump, or a Hydra config with `defaults: [ppo_trainer, _self_]`),
+or a launch script `python3 -m verl.trainer.main_ppo [--config-path D --config-name N] k=v ...`
+whose overrides are applied over the named YAML and verl's defaults.
+
+Source: verl 0.9.1 (PyPI), `verl/trainer/config/_generated_ppo_trainer.yaml` (every key and
+default, in `verl_keys.py`); `verl/workers/config/model.py` (attn_implementation from
+`override_config`, default flash_attention_2); `verl/workers/rollout/vllm_rollout/
+vllm_async_server.py` (vLLM in its own `mp` worker processes beside the FSDP worker; sleep level
+2 after rollout for full weights, 1 for LoRA, when `free_cache_engine`); `verl/utils/config.py`
+(`validate_config`: micro batches must be set unless `use_dynamic_bsz`).
+Assumes: the hybrid engine (actor, reference, critic and vLLM share every GPU), FSDP; the
+actor recomputes old log-probs (not expressible in the spec, see `notes`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from . import HardwareFlags, ImportResult
+from . import _native as N
+from .verl_keys import DEFAULTS, VERSION
+
+SUPPORTED_VERSIONS = f"verl 0.4.0 to {VERSION} (keys and defaults of {VERSION})"
+LOWEST, HIGHEST = "0.4.0", VERSION
+
+A, R, M = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.model"
+MAPPED = {
+    f"{M}.path", f"{A}.strategy", f"{A}.fsdp_config.param_offload", f"{A}.fsdp_config.optimizer_offload",
+    f"{A}.fsdp_config.offload_policy", f"{A}.fsdp_config.model_dtype", f"{A}.ppo_micro_batch_size_per_gpu",
+    f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", f"{M}.enable_gradient_checkpointing",
+    f"{M}.lora_rank", f"{M}.lora_alpha", f"{M}.target_modules", f"{M}.use_fused_kernels",
+    f"{M}.override_config.attn_implementation", f"{A}.entropy_from_logits_with_chunking",
+    f"{A}.entropy_from_logits_chunk_size", f"{R}.name", f"{R}.mode", f"{R}.gpu_memory_utilization",
+    f"{R}.tensor_model_parallel_size", f"{R}.max_num_batched_tokens", f"{R}.max_num_seqs", f"{R}.max_model_len",
+    f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.n", f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image",
+    "data.max_prompt_length", "data.max_response_length", "data.mm_processor_kwargs.max_pixels",
+    "data.mm_processor_kwargs.min_pixels", f"{A}.use_kl_loss", f"{A}.kl_loss_coef", "algorithm.use_kl_in_reward",
+    "algorithm.kl_ctrl.kl_coef", "algorithm.adv_estimator", "critic.model.path", "trainer.n_gpus_per_node",
+    "trainer.nnodes", "reward_model.enable", "reward_model.model.path",
+}
+NO_MEMORY_EFFECT = (
+    "data.train_batch_size", f"{A}.ppo_mini_batch_size", f"{A}.ppo_epochs", f"{M}.use_remove_padding",
+)
+ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
+
+
+def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
+    text = N.read_text(path)
+    N.check_version(text, "verl", LOWEST, HIGHEST)
+    user = _user_values(path, text)
+    cfg, out = _Config(user), N.Collected()
+    _to_spec(cfg, hardware, out)
+    _report_unused(user, out)
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+
+
+def _user_values(path: Path, text: str) -> dict[str, Any]:
+    """Dotted keys the user set: the YAML's, then the script's overrides."""
+    is_script = path.suffix not in (".yaml", ".yml") and re.search(r"main_ppo", text)
+    if not is_script:
+        return _yaml_values(text, str(path))
+    words = N.shell_words(text, str(path))
+    args = N.command_after(words, ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")) or []
+    options, overrides = _split_hydra_args(args)
+    values: dict[str, Any] = {}
+    if "--config-name" in options:
+        folder = path.parent / options.get("--config-path", ".")
+        name = options["--config-name"]
+        file = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+        if not file.is_file():
+            raise InputError("--config-name", f"{file} not found next to {path.name}")
+        values = _yaml_values(N.read_text(file), str(file))
+    for token in overrides:
+        key, value = N.parse_override(token)
+        values[key] = value
+    return values
+
+
+def _split_hydra_args(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    options, overrides, i = {}, [], 0
+    while i < len(args):
+        word = args[i]
+        if word.startswith("--"):
+            name, _, value = word.partition("=")
+            if not value and i + 1 < len(args):
+                i, value = i + 1, args[i + 1]
+            options[name] = value
+        elif word.startswith(("~", "$")):
+            pass  # deletions and shell arguments such as "$@" set nothing we can read
+        else:
+            overrides.append(word)
+        i += 1
+    return options, overrides
+
+
+def _yaml_values(text: str, where: str) -> dict[str, Any]:
+    data = N.load_yaml_mapping(text, where)
+    data.pop("defaults", None)
+    data.pop("hydra", None)
+    return N.flatten(data)
+
+
+class _Config:
+    """verl's defaults overlaid with the user's values; `${oc.select:k,d}` and `${k}` resolved."""
+
+    def __init__(self, user: dict[str, Any]) -> None:
+        self.values = {**DEFAULTS, **user}
+
+    def get(self, key: str) -> Any:
+        value = self.values.get(key)
+        if isinstance(value, str):
+            match = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,(.*))?\}", value.strip())
+            if match:
+                target, fallback = match.group(1), match.group(2)
+                if target in self.values:
+                    return self.get(target)
+                return yaml.safe_load(fallback) if fallback is not None else None
+        return value
+
+
+def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
+    g = cfg.get
+    out.set("model", N.model_ref(g(f"{M}.path"), f"{M}.path", out))
+    n_gpus = N.as_int("trainer.n_gpus_per_node", g("trainer.n_gpus_per_node"), 1)
+    out.set("hardware", N.hardware(flags, "verl", n_gpus, N.as_int("trainer.nnodes", g("trainer.nnodes"), 1), out))
+    strategy = g(f"{A}.strategy")
+    if strategy not in ("fsdp", "fsdp2"):
+        raise InputError(f"{A}.strategy", f"{strategy!r} is not supported; allowed: fsdp, fsdp2")
+    out.set("distribution.strategy", "fsdp")
+    if N.as_bool(f"{A}.fsdp_config.offload_policy", g(f"{A}.fsdp_config.offload_policy")):
+        out.set("distribution.offload_params", True)
+        out.set("distribution.offload_optimizer", True)
+    dtype = str(g(f"{A}.fsdp_config.model_dtype"))
+    out.set("precision", "bf16" if dtype in ("bf16", "bfloat16") else "bf16_mixed")
+    out.set("attention", g(f"{M}.override_config.attn_implementation") or "flash_attention_2")
+    out.set("gradient_checkpointing", N.as_bool(f"{M}.enable_gradient_checkpointing", g(f"{M}.enable_gradient_checkpointing")))
+    _finetune(cfg, out)
+    _batch(cfg, out)
+    _rollout(cfg, out)
+    _algorithm(cfg, out)
+    out.set("ray.enabled", True)
+    out.notes.append("verl recomputes old log-probs with the actor every step; the plan includes that forward "
+                     "only when KL or several optimizer steps per rollout need it")
+
+
+def _finetune(cfg: _Config, out: N.Collected) -> None:
+    rank = N.as_int(f"{M}.lora_rank", cfg.get(f"{M}.lora_rank"), 0)
+    if rank > 0:
+        targets = cfg.get(f"{M}.target_modules")
+        out.set("finetune", {"method": "lora", "lora_rank": rank,
+                             "lora_alpha": N.as_float(f"{M}.lora_alpha", cfg.get(f"{M}.lora_alpha"), 0),
+                             "lora_targets": targets if isinstance(targets, list) else "all-linear"})
+    else:
+        out.set("finetune.method", "full")
+    if N.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):
+        out.set("logits", "fused")
+    elif N.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
+        out.set("logits", "chunked")
+        out.set("logits_chunk_rows", N.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
+
+
+def _batch(cfg: _Config, out: N.Collected) -> None:
+    g = cfg.get
+    prompt = N.as_int("data.max_prompt_length", g("data.max_prompt_length"), 1)
+    response = N.as_int("data.max_response_length", g("data.max_response_length"), 1)
+    out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response})
+    out.set("batch.num_generations", N.as_int(f"{R}.n", g(f"{R}.n"), 1))
+    if N.as_bool(f"{A}.use_dynamic_bsz", g(f"{A}.use_dynamic_bsz")):
+        budget = N.as_int(f"{A}.ppo_max_token_len_per_gpu", g(f"{A}.ppo_max_token_len_per_gpu"), 1)
+        micro = max(1, budget // (prompt + response))
+        out.set("batch.micro_batch_size", micro)
+        out.notes.append(f"use_dynamic_bsz: a budget of {budget} tokens per GPU is planned as {micro} full-length sequences")
+        return
+    micro = g(f"{A}.ppo_micro_batch_size_per_gpu")
+    if micro is None:
+        raise InputError(f"{A}.ppo_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
+    out.set("batch.micro_batch_size", N.as_int(f"{A}.ppo_micro_batch_size_per_gpu", micro, 1))
+    sizes = [N.as_int(k, g(k), 1) for k in (f"{R}.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu") if g(k) is not None]
+    if not sizes:
+        raise InputError(f"{R}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
+    out.set("batch.logprob_micro_batch_size", max(sizes))
+
+
+def _rollout(cfg: _Config, out: N.Collected) -> None:
+    g = cfg.get
+    name = g(f"{R}.name")
+    if name in (None, "???"):
+        out.notes.append(f"{R}.name is not set (verl requires it); planned as vllm")
+    elif name != "vllm":
+        out.notes.append(f"{R}.name={name}: planned as vLLM with the same memory fraction")
+    full = N.as_int(f"{M}.lora_rank", g(f"{M}.lora_rank"), 0) == 0
+    sleeps = N.as_bool(f"{R}.free_cache_engine", g(f"{R}.free_cache_engine"))
+    ro: dict[str, Any] = {
+        "engine": "vllm_colocate",
+        "gpu_memory_utilization": N.as_float(f"{R}.gpu_memory_utilization", g(f"{R}.gpu_memory_utilization"), 0.0, 1.0),
+        "tensor_parallel_size": N.as_int(f"{R}.tensor_model_parallel_size", g(f"{R}.tensor_model_parallel_size"), 1),
+        "max_num_batched_tokens": N.as_int(f"{R}.max_num_batched_tokens", g(f"{R}.max_num_batched_tokens"), 1),
+        "max_num_seqs": N.as_int(f"{R}.max_num_seqs", g(f"{R}.max_num_seqs"), 1),
+        "enforce_eager": N.as_bool(f"{R}.enforce_eager", g(f"{R}.enforce_eager")),
+        "sleep_level": (2 if full else 1) if sleeps else 0,
+        "engine_in_trainer_process": g(f"{R}.mode") == "sync",
+    }
+    if g(f"{R}.max_model_len") is not None:
+        ro["max_model_len"] = N.as_int(f"{R}.max_model_len", g(f"{R}.max_model_len"), 1)
+    if g(f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image") is not None:
+        ro["limit_images_per_prompt"] = N.as_int("limit_mm_per_prompt.image", g(f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image"), 0)
+    if sleeps:
+        ro["offload_model"] = N.as_bool(f"{A}.fsdp_config.param_offload", g(f"{A}.fsdp_config.param_offload"))
+        ro["offload_optimizer"] = N.as_bool(f"{A}.fsdp_config.optimizer_offload", g(f"{A}.fsdp_config.optimizer_offload"))
+    out.set("rollout", ro)
+    for key, field in (("data.mm_processor_kwargs.max_pixels", "max_pixels"), ("data.mm_processor_kwargs.min_pixels", "min_pixels")):
+        if g(key) is not None:
+            out.set(f"vision.{field}", N.as_int(key, g(key), 1))
+
+
+def _algorithm(cfg: _Config, out: N.Collected) -> None:
+    g = cfg.get
+    estimator = g("algorithm.adv_estimator")
+    algorithm = ADVANTAGE_TO_ALGORITHM.get(str(estimator), "grpo")
+    out.set("algorithm", algorithm)
+    beta = 0.0
+    if N.as_bool(f"{A}.use_kl_loss", g(f"{A}.use_kl_loss")):
+        beta = N.as_float(f"{A}.kl_loss_coef", g(f"{A}.kl_loss_coef"), 0.0)
+    elif N.as_bool("algorithm.use_kl_in_reward", g("algorithm.use_kl_in_reward")):
+        beta = N.as_float("algorithm.kl_ctrl.kl_coef", g("algorithm.kl_ctrl.kl_coef"), 0.0)
+    out.set("kl_beta", beta)
+    critic = g("critic.model.path")
+    if algorithm == "ppo" and critic not in (None, g(f"{M}.path"), DEFAULTS["critic.model.path"]):
+        out.set("critic.model", N.model_ref(critic, "critic.model.path", out))
+    if g("reward_model.enable") and g("reward_model.model.path"):
+        out.set("reward_model.model", N.model_ref(g("reward_model.model.path"), "reward_model.model.path", out))
+
+
+def _known(key: str) -> bool:
+    """A verl key, or a key inside one of its free-form mappings (engine_kwargs, override_config)."""
+    parts = key.split(".")
+    prefixes = (".".join(parts[:i]) for i in range(1, len(parts)))
+    return key in DEFAULTS or any(p in DEFAULTS and DEFAULTS[p] in ({}, None) for p in prefixes)
+
+
+def _report_unused(user: dict[str, Any], out: N.Collected) -> None:
+    for key, value in sorted(user.items()):
+        if key in MAPPED:
+            continue
+        if not _known(key):
+            out.ignore(key, value, f"not a verl {VERSION} key")
+        elif key in NO_MEMORY_EFFECT or value != DEFAULTS.get(key):
+            out.ignore(key, value, "no effect on the planned memory")
+
+
+CONFIG_NAME = "verl_ppo"
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    """A Hydra config over verl's `ppo_trainer` with the memory knobs set, and its launch line."""
+    config = _spec_to_config(spec)
+    head = N.header([
+        f"verl {VERSION} config written by `oomless export --to verl` for {spec.model}.",
+        f"Launch: bash run_verl.sh (python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME}).",
+        "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
+        "Fill in data.train_files / data.val_files and the reward function before training.",
+    ])
+    yaml_path = N.write_new_file(out_dir / f"{CONFIG_NAME}.yaml", head + N.dump_yaml(config), force)
+    script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}"]) + 'cd "$(dirname "$0")"\n'
+              f"python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME} \"$@\"\n")
+    return [yaml_path, N.write_new_file(out_dir / "run_verl.sh", script, force)]
+
+
+def _spec_to_config(spec: Any) -> dict[str, Any]:
+    fw = "verl"
+    N.require(spec, "distribution.strategy", ("fsdp",), fw)
+    N.require(spec, "rollout.engine", ("vllm_colocate",), fw)
+    N.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
+    N.require(spec, "optimizer", ("adamw",), fw)
+    N.require(spec, "finetune.method", ("full", "lora"), fw)
+    algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    N.require(spec, "placement.groups", (None,), fw)
+    N.require(spec, "placement.process_per_role", (False,), fw)
+    dist, ro, lora = spec.distribution, spec.rollout, spec.finetune.method.value == "lora"
+    if dist.offload_params != dist.offload_optimizer:
+        raise InputError("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
+    N.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
+    N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+    world = spec.hardware.gpus_per_node * spec.hardware.num_nodes
+    micro = spec.batch.micro_batch_size
+    model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
+                             "use_fused_kernels": spec.logits.value == "fused",
+                             "override_config": {"attn_implementation": spec.attention.value}}
+    if lora:
+        model.update(lora_rank=spec.finetune.lora_rank, lora_alpha=spec.finetune.lora_alpha, target_modules=spec.finetune.lora_targets)
+    rollout: dict[str, Any] = {
+        "name": "vllm", "mode": "async", "gpu_memory_utilization": ro.gpu_memory_utilization,
+        "tensor_model_parallel_size": ro.tensor_parallel_size, "n": spec.batch.num_generations,
+        "enforce_eager": ro.enforce_eager, "free_cache_engine": ro.sleep_level > 0,
+        "log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size,
+        "max_num_batched_tokens": ro.max_num_batched_tokens or DEFAULTS[f"{R}.max_num_batched_tokens"],
+        "max_num_seqs": ro.max_num_seqs or DEFAULTS[f"{R}.max_num_seqs"],
+    }
+    if ro.max_model_len is not None:
+        rollout["max_model_len"] = ro.max_model_len
+    if ro.limit_images_per_prompt is not None:
+        rollout["engine_kwargs"] = {"vllm": {"limit_mm_per_prompt": {"image": ro.limit_images_per_prompt}}}
+    actor = {
+        "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": world * micro,
+        "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": False,
+        "use_kl_loss": spec.kl_beta > 0, "kl_loss_coef": spec.kl_beta,
+        "entropy_from_logits_with_chunking": spec.logits.value == "chunked",
+        "entropy_from_logits_chunk_size": spec.logits_chunk_rows,
+        "fsdp_config": {"param_offload": ro.offload_model and ro.sleep_level > 0,
+                        "optimizer_offload": ro.offload_optimizer and ro.sleep_level > 0,
+                        "offload_policy": dist.offload_params,
+                        "model_dtype": "bf16" if spec.precision.value == "bf16" else "fp32"},
+    }
+    data: dict[str, Any] = {"max_prompt_length": spec.lengths.max_prompt_tokens,
+                            "max_response_length": spec.lengths.max_completion_tokens, "train_batch_size": world * micro}
+    pixels = {k: v for k, v in (("max_pixels", spec.vision.max_pixels), ("min_pixels", spec.vision.min_pixels)) if v is not None}
+    if pixels:
+        data["mm_processor_kwargs"] = pixels
+    config: dict[str, Any] = {
+        "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
+        "defaults": ["ppo_trainer", "_self_"],
+        "actor_rollout_ref": {"model": model, "actor": actor, "rollout": rollout,
+                              "ref": {"log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size}},
+        "data": data,
+        "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "use_kl_in_reward": False},
+        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes},
+    }
+    if algorithm == "ppo":
+        config["critic"] = {"model": {"path": spec.critic.model or spec.model}, "ppo_micro_batch_size_per_gpu": micro}
+    if spec.reward_model.model is not None:
+        config["reward_model"] = {"enable": True, "model": {"path": spec.reward_model.model}}
+    return config

@@ -1,0 +1,218 @@
+"""VLM-R1 (om-ai-lab): a `torchrun ... grpo_*.py --flag value` launch ↔ a run spec.
+
+VLM-R1 is a fork of the TRL 0.14-era GRPO trainer (`src/open-r1-multimodal/src/open_r1/
+trainer/grpo_trainer.py`, `VLMGRPOTrainer`), launched by `run_scripts/*.sh` with torchrun and
+a DeepSpeed JSON (`local_scripts/zero3.json`, HF "auto" bucket sizes).
+Source: VLM-R1 main (pins trl 0.17.0, transformers 4.49.0, deepspeed 0.15.4); its
+`grpo_jsonl.py`/`grpo_rec.py` script arguments (`max_pixels` 12845056, `min_pixels` 3136,
+`freeze_vision_modules`) and TRL 0.14 `GRPOConfig` defaults (num_generations 8,
+max_prompt_length 512, max_completion_length 256, beta 0.04, use_vllm false).
+Assumes: per_device_train_batch_size counts prompts and all their num_generations completions
+run in one forward and one generate call (the TRL 0.14 trainer), so the planned micro batch is
+their product; rollouts by HF generate; a DeepSpeed JSON that is not next to the script is
+VLM-R1's own (stage from its name, "auto" sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from . import HardwareFlags, ImportResult
+from . import _native as N
+
+SUPPORTED_VERSIONS = "VLM-R1 main 2025-2026 (TRL 0.14-era trainer; TRL 0.14 GRPOConfig defaults)"
+LOWEST, HIGHEST = "0.0.0", "0.0.0"
+
+DEFAULTS: dict[str, Any] = {
+    "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_generations": 8,
+    "max_prompt_length": 512, "max_completion_length": 256, "max_pixels": 12845056, "min_pixels": None,
+    "beta": 0.04, "gradient_checkpointing": False, "attn_implementation": None, "use_peft": False,
+    "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "lora_target_modules": None,
+    "freeze_vision_modules": False, "use_vllm": False, "bf16": False, "fp16": False,
+}
+NO_MEMORY_EFFECT = {
+    "output_dir", "dataset_name", "image_root", "logging_steps", "torch_dtype", "data_seed", "report_to",
+    "num_train_epochs", "run_name", "save_steps", "save_only_model", "learning_rate", "data_file_paths",
+    "image_folders", "is_reward_customized_from_vlm_module", "task_type", "reward_funcs", "dataset_config",
+    "seed", "warmup_ratio", "lr_scheduler_type", "save_total_limit", "eval_strategy", "logging_dir",
+}
+MARKERS = ("grpo_jsonl.py", "grpo_rec.py", "grpo.py", "grpo_gui.py")
+
+
+def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
+    text = N.read_text(path)
+    words = N.shell_words(text, str(path))
+    launcher = N.command_after(words, ("torchrun",)) or []
+    args = N.command_after(words, MARKERS)
+    if args is None:
+        raise InputError(str(path), "no VLM-R1 `torchrun ... grpo_*.py` command found")
+    out = N.Collected()
+    given = _flags(args, out)
+    values = {**DEFAULTS, **given}
+    env = N.env_assignments(words)
+    nproc = _launcher_value(launcher, "--nproc_per_node") or env.get("NPROC_PER_NODE")
+    nnodes = _launcher_value(launcher, "--nnodes")
+    out.set("model", N.model_ref(values.get("model_name_or_path"), "--model_name_or_path", out))
+    out.set("hardware", N.hardware(hardware, "vlmr1", N.as_int("--nproc_per_node", nproc, 1) if nproc else None,
+                                   N.as_int("--nnodes", nnodes, 1) if nnodes else None, out))
+    out.set("distribution", _deepspeed(values.get("deepspeed"), path, out))
+    _training(values, out)
+    for key, value in sorted(given.items()):
+        if key in NO_MEMORY_EFFECT:
+            out.ignore(f"--{key}", value, "no effect on the planned memory")
+        elif key not in DEFAULTS and key not in ("model_name_or_path", "deepspeed"):
+            out.ignore(f"--{key}", value, "not used for memory (not understood, or no effect)")
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+
+
+def _launcher_value(words: list[str], flag: str) -> str | None:
+    for i, w in enumerate(words):
+        if w.startswith(flag + "="):
+            return w.split("=", 1)[1]
+        if w == flag and i + 1 < len(words):
+            return words[i + 1]
+    return None
+
+
+def _flags(args: list[str], out: N.Collected) -> dict[str, Any]:
+    """HF-argparse style `--name value`, `--name=value`, bare `--name` (true)."""
+    given: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if not word.startswith("--"):
+            continue
+        name, eq, value = word[2:].partition("=")
+        if not eq:
+            if i < len(args) and not args[i].startswith("--"):
+                value, i = args[i], i + 1
+            else:
+                value = "true"
+        given[name] = value
+    return given
+
+
+def _deepspeed(ref: Any, script: Path, out: N.Collected) -> dict[str, Any]:
+    if not ref:
+        return {"strategy": "ddp"}
+    file = next((p for p in (script.parent / str(ref), Path.cwd() / str(ref)) if p.is_file()), None)
+    if file is None:
+        match = re.search(r"zero([123])", str(ref))
+        if match is None:
+            raise InputError("--deepspeed", f"{ref} not found and its name does not say the ZeRO stage")
+        out.notes.append(f"--deepspeed {ref} is not next to the script: planned as VLM-R1's zero{match.group(1)}.json ('auto' sizes)")
+        auto = {"reduce_bucket_size": "auto"}
+        if match.group(1) == "3":
+            auto.update(stage3_prefetch_bucket_size="auto", stage3_param_persistence_threshold="auto")
+        return {"strategy": f"zero{match.group(1)}", **auto}
+    try:
+        config = json.loads(N.read_text(file))
+    except json.JSONDecodeError as err:
+        raise InputError(str(file), f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    zero = config.get("zero_optimization", {})
+    stage = N.as_int("zero_optimization.stage", zero.get("stage", 0), 0)
+    dist: dict[str, Any] = {"strategy": "ddp" if stage == 0 else f"zero{stage}"}
+    if "overlap_comm" in zero and stage in (1, 2, 3):
+        dist["overlap_comm"] = N.as_bool("zero_optimization.overlap_comm", zero["overlap_comm"])
+    for key in ("reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"):
+        if key in zero and (stage == 3 or key == "reduce_bucket_size"):
+            dist[key] = zero[key] if zero[key] == "auto" else N.as_int(key, zero[key], 0)
+    dist["offload_optimizer"] = zero.get("offload_optimizer", {}).get("device", "none") == "cpu"
+    dist["offload_params"] = zero.get("offload_param", {}).get("device", "none") == "cpu"
+    return dist
+
+
+def _training(v: dict[str, Any], out: N.Collected) -> None:
+    per_device = N.as_int("--per_device_train_batch_size", v["per_device_train_batch_size"], 1)
+    generations = N.as_int("--num_generations", v["num_generations"], 1)
+    accumulation = N.as_int("--gradient_accumulation_steps", v["gradient_accumulation_steps"], 1)
+    batch: dict[str, Any] = {"micro_batch_size": per_device * generations, "gradient_accumulation_steps": accumulation,
+                             "num_generations": generations}
+    if accumulation > 1:
+        batch["steps_per_generation"] = 1
+    out.set("batch", batch)
+    out.set("lengths", {"max_prompt_tokens": N.as_int("--max_prompt_length", v["max_prompt_length"], 1),
+                        "max_completion_tokens": N.as_int("--max_completion_length", v["max_completion_length"], 1)})
+    vision: dict[str, Any] = {"images_per_prompt": 1, "max_pixels": N.as_int("--max_pixels", v["max_pixels"], 1)}
+    if v["min_pixels"] is not None:
+        vision["min_pixels"] = N.as_int("--min_pixels", v["min_pixels"], 1)
+    if N.as_bool("--freeze_vision_modules", v["freeze_vision_modules"]):
+        vision["freeze_tower"] = True
+    out.set("vision", vision)
+    out.set("kl_beta", N.as_float("--beta", v["beta"], 0.0))
+    out.set("gradient_checkpointing", N.as_bool("--gradient_checkpointing", v["gradient_checkpointing"]))
+    attn = v["attn_implementation"] or "sdpa"
+    if attn not in ("sdpa", "flash_attention_2", "eager"):
+        raise InputError("--attn_implementation", f"{attn!r} is not allowed; allowed: sdpa, flash_attention_2, eager")
+    out.set("attention", attn)
+    out.set("precision", "fp16_mixed" if N.as_bool("--fp16", v["fp16"]) else "bf16_mixed")
+    if N.as_bool("--use_peft", v["use_peft"]):
+        targets = v["lora_target_modules"]
+        out.set("finetune", {"method": "lora", "lora_rank": N.as_int("--lora_r", v["lora_r"], 1),
+                             "lora_alpha": N.as_float("--lora_alpha", v["lora_alpha"], 0),
+                             "lora_dropout": N.as_float("--lora_dropout", v["lora_dropout"], 0.0, 0.99),
+                             "lora_targets": targets.split(",") if isinstance(targets, str) and targets != "all-linear" else "all-linear"})
+        out.notes.append("VLM-R1 loads a full reference model under ZeRO-3 even with PEFT; the plan reuses the base")
+    else:
+        out.set("finetune.method", "full")
+    if N.as_bool("--use_vllm", v["use_vllm"]):
+        raise InputError("--use_vllm", "VLM-R1's old vLLM path (a dedicated vllm_device) is not supported; allowed: false")
+    out.set("rollout.engine", "hf")
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    """A torchrun launch of VLM-R1's grpo_jsonl.py, plus the DeepSpeed JSON it names."""
+    fw = "vlmr1"
+    strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    N.require(spec, "rollout.engine", ("hf",), fw)
+    N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    N.require(spec, "finetune.method", ("full", "lora"), fw)
+    b, dist = spec.batch, spec.distribution
+    if b.micro_batch_size % b.num_generations:
+        raise InputError("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
+                         "(VLM-R1 counts per_device_train_batch_size in prompts)")
+    flags: dict[str, Any] = {
+        "model_name_or_path": spec.model, "per_device_train_batch_size": b.micro_batch_size // b.num_generations,
+        "gradient_accumulation_steps": b.gradient_accumulation_steps, "num_generations": b.num_generations,
+        "max_prompt_length": spec.lengths.max_prompt_tokens, "max_completion_length": spec.lengths.max_completion_tokens,
+        "max_pixels": spec.vision.max_pixels or DEFAULTS["max_pixels"], "beta": spec.kl_beta,
+        "gradient_checkpointing": str(spec.gradient_checkpointing).lower(), "attn_implementation": spec.attention.value,
+        "freeze_vision_modules": str(spec.vision.freeze_tower).lower(),
+    }
+    if spec.vision.min_pixels is not None:
+        flags["min_pixels"] = spec.vision.min_pixels
+    flags["fp16" if spec.precision.value == "fp16_mixed" else "bf16"] = "true"
+    if spec.finetune.method.value == "lora":
+        ft = spec.finetune
+        flags.update(use_peft="true", lora_r=ft.lora_rank, lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout)
+        if isinstance(ft.lora_targets, list):
+            flags["lora_target_modules"] = ",".join(ft.lora_targets)
+    paths = []
+    if strategy != "ddp":
+        flags["deepspeed"] = f"{strategy}.json"
+        paths.append(N.write_new_file(out_dir / f"{strategy}.json", json.dumps(_deepspeed_json(strategy, dist), indent=2) + "\n", force))
+    lines = [f"--{k} {v}" for k, v in flags.items()]
+    hw = spec.hardware
+    script = ("#!/bin/bash\n" + N.header([f"VLM-R1 launch written by `oomless export --to vlmr1` for {spec.model}.",
+                                           "Run from src/open-r1-multimodal; add --dataset_name/--image_root and --output_dir."])
+              + 'cd "$(dirname "$0")"\n'
+              + " \\\n    ".join([f"torchrun --nproc_per_node={hw.gpus_per_node} --nnodes={hw.num_nodes} src/open_r1/grpo_jsonl.py", *lines]) + "\n")
+    return [N.write_new_file(out_dir / "run_vlmr1.sh", script, force), *paths]
+
+
+def _deepspeed_json(strategy: str, dist: Any) -> dict[str, Any]:
+    zero: dict[str, Any] = {"stage": int(strategy[-1]), "overlap_comm": dist.overlap_comm, "reduce_bucket_size": dist.reduce_bucket_size}
+    if dist.offload_optimizer:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if strategy == "zero3":
+        zero.update(stage3_prefetch_bucket_size=dist.stage3_prefetch_bucket_size,
+                    stage3_param_persistence_threshold=dist.stage3_param_persistence_threshold)
+        if dist.offload_params:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    return {"bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}, "zero_optimization": zero,
+            "gradient_accumulation_steps": "auto", "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"}
