@@ -128,14 +128,15 @@ def _table_version(args: list[str], declared: tuple[int, ...] | None) -> str:
 def _parse_args(args: list[str], table: dict[str, Any], version: str, out: N.Collected) -> dict[str, Any]:
     """argparse's reading of the flags this table knows; the rest are reported."""
     given: dict[str, Any] = {}
-    i = 0
+    i, previous = 0, "train_ppo_ray"
     while i < len(args):
         word = args[i]
         i += 1
         if not word.startswith("--"):
             if not word.startswith("$"):
-                out.ignore(word, "", "stray word in the train_ppo_ray command")
+                raise InputError(previous, f"unexpected word {word!r} after it (argparse: unrecognized arguments)")
             continue
+        previous = word.split("=", 1)[0]
         name, eq, inline = word.partition("=")
         values = [inline] if eq else []
         info = table.get(name)

@@ -184,7 +184,18 @@ def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
     raise _Stop
 
 
+PLACEHOLDER = "example_path"
+
+
 def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
+    if v["pretrain"] == PLACEHOLDER:
+        raise InputError("pretrain", f"left at ORZ's placeholder {PLACEHOLDER!r}; set the actor model")
+    if v["critic_pretrain"] == PLACEHOLDER:
+        v["critic_pretrain"] = v["pretrain"]
+        out.notes.append(f"critic_pretrain is ORZ's placeholder {PLACEHOLDER!r}: planned as the actor's model")
+    if v["reward_pretrain"] == PLACEHOLDER:
+        v["reward_pretrain"] = None
+        out.notes.append(f"reward_pretrain is ORZ's placeholder {PLACEHOLDER!r}: planned without a reward model")
     out.set("model", N.model_ref(v["pretrain"], "pretrain", out))
     algorithm = "ppo" if v["critic_pretrain"] else "grpo"
     out.set("algorithm", algorithm)

@@ -1,0 +1,79 @@
+"""EasyR1 adapter: the native S2 configs are the seed specs; export, round trip, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oomless.adapters import HardwareFlags, import_native
+from oomless.adapters import easyr1 as E
+from oomless.errors import InputError
+from tests.adapters.native_helpers import NATIVE, check_golden, imported, round_trip, seed_spec
+
+HW = {"gpu": "A100-40GB", "host_ram_gib": 760}
+
+
+@pytest.mark.parametrize("case", ["before", "after"])
+def test_native_s2_is_the_seed_spec(case: str) -> None:
+    assert imported("easyr1", NATIVE / f"s2-{case}.yaml", **HW) == seed_spec(f"s2-{case}.yaml")
+
+
+def test_defaults_and_reported_keys(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n    ulysses_size: 2\n"
+                    "    optim: {strategy: adamw_bf16}\n  ref:\n    fsdp: {enable_cpu_offload: true}\n  rollout: {limit_images: 2}\n"
+                    "algorithm: {disable_kl: true}\nfoo: 1\n")
+    result = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
+    spec = result.spec
+    # EasyR1 dataclass defaults: micro 4 / 16, TP 2 at 0.6, prompt/response 512, sleep level 1.
+    assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1}
+    assert spec["rollout"]["tensor_parallel_size"] == 2 and spec["rollout"]["sleep_level"] == 1
+    assert spec["rollout"]["limit_images_per_prompt"] == 2 and spec["kl_beta"] == 0.0
+    joined = "\n".join(result.ignored)
+    for key in ("foo=1: not understood", "worker.actor.ulysses_size=2: sequence parallelism",
+                "worker.actor.optim.strategy=adamw_bf16", "worker.ref.fsdp.enable_cpu_offload=true"):
+        assert key in joined
+
+
+def test_launch_script_with_config_and_overrides(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text((NATIVE / "s2-before.yaml").read_text())
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main config=config.yaml worker.rollout.gpu_memory_utilization=0.5 "
+                      "worker.actor.offload.offload_params=false\n")
+    spec = imported("easyr1", script, **HW)
+    assert spec.rollout.gpu_memory_utilization == 0.5 and not spec.rollout.offload_model
+
+
+MODEL = "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n"
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("worker: [1, 2\n", "c.yaml"),
+    (MODEL + "  rollout: {tensor_parallel_size: two}\n", "worker.rollout.tensor_parallel_size"),
+    (MODEL + "    fsdp: {enable_full_shard: false, enable_cpu_offload: true}\n", "worker.actor.fsdp.enable_cpu_offload"),
+    ("# easyr1==0.1.0\n" + MODEL, "easyr1==0.1.0"),
+    ("worker: {}\n", "worker.actor.model.model_path"),
+])
+def test_bad_input_names_the_key(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        imported("easyr1", path, gpu="A100-80GB")
+    assert err.value.field.endswith(field)
+
+
+@pytest.mark.parametrize("case", ["before", "after"])
+def test_export_round_trips(tmp_path: Path, case: str) -> None:
+    spec = imported("easyr1", NATIVE / f"s2-{case}.yaml", **HW)
+    assert round_trip("easyr1", spec, tmp_path, **HW) == [spec]
+    if case == "before":
+        check_golden(tmp_path / "easyr1_config.yaml", "easyr1/easyr1_config.yaml")
+
+
+def test_export_refuses_a_layout_easyr1_cannot_run(tmp_path: Path) -> None:
+    data = seed_spec("s2-before.yaml").model_dump(mode="json")
+    data["rollout"]["sleep_level"] = 0
+    with pytest.raises(InputError) as err:
+        E.export_spec(type(seed_spec("s2-before.yaml")).model_validate(data), tmp_path, force=False)
+    assert err.value.field == "rollout.sleep_level"
