@@ -77,3 +77,9 @@ def test_export_refuses_a_layout_easyr1_cannot_run(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         E.export_spec(type(seed_spec("s2-before.yaml")).model_validate(data), tmp_path, force=False)
     assert err.value.field == "rollout.sleep_level"
+
+
+@pytest.mark.parametrize("case", ["before", "after"])
+def test_yaml_seed_spec_round_trips(tmp_path: Path, case: str) -> None:
+    seed = seed_spec(f"s2-{case}.yaml")
+    assert round_trip("easyr1", seed, tmp_path, **HW) == [seed]

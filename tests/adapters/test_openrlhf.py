@@ -93,3 +93,12 @@ def test_export_round_trips_in_both_styles_and_uses_only_real_flags(tmp_path: Pa
         _parse_args(args, FLAGS[version], version, out)  # types, choices and arity of that version
         assert out.ignored == [], out.ignored
         check_golden(tmp_path / name, f"openrlhf/{name}")
+
+
+def test_export_refuses_what_openrlhf_cannot_set(tmp_path: Path) -> None:
+    from oomless.adapters import export_native
+    from tests.adapters.native_helpers import seed_spec
+
+    with pytest.raises(InputError) as err:  # S4's spec runs vLLM with max_num_batched_tokens 2048 (ORZ)
+        export_native("openrlhf", seed_spec("s4-before.yaml"), tmp_path, force=False)
+    assert err.value.field in ("ray.enabled", "rollout.max_num_batched_tokens")

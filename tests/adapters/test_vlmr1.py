@@ -50,3 +50,17 @@ def test_export_round_trips(tmp_path: Path, case: str) -> None:
     if case == "before":
         check_golden(tmp_path / "run_vlmr1.sh", "vlmr1/run_vlmr1.sh")
         check_golden(tmp_path / "zero3.json", "vlmr1/zero3.json")
+
+
+@pytest.mark.parametrize("case", ["before", "after"])
+def test_yaml_seed_spec_round_trips(tmp_path: Path, case: str) -> None:
+    seed = seed_spec(f"s3-{case}.yaml")
+    assert round_trip("vlmr1", seed, tmp_path, **HW) == [seed]
+
+
+def test_export_refuses_vllm_and_ray(tmp_path: Path) -> None:
+    from oomless.adapters import export_native
+
+    with pytest.raises(InputError) as err:
+        export_native("vlmr1", seed_spec("s4-before.yaml"), tmp_path, force=False)
+    assert err.value.field == "rollout.engine"

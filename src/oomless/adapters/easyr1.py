@@ -3,7 +3,7 @@
 Input: the YAML, or a launch script `python3 -m verl.trainer.main config=FILE key=value ...`
 (OmegaConf `from_cli` overrides over the file, as `verl/trainer/main.py` merges them).
 
-Source: EasyR1 main (0.3.x; keys unchanged since 0.2), dataclass defaults of
+Source: EasyR1 main (0.3.3.dev0), dataclass defaults of
 `verl/trainer/config.py` (DataConfig, AlgorithmConfig, TrainerConfig),
 `verl/workers/actor/config.py` (ActorConfig, ModelConfig, LoraConfig, OptimConfig, FSDPConfig,
 OffloadConfig, RefConfig) and `verl/workers/rollout/config.py` (RolloutConfig); behaviour from
@@ -24,8 +24,8 @@ from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
 
-SUPPORTED_VERSIONS = "EasyR1 0.2.0 to 0.3.3 (dataclass defaults of 0.3.x)"
-LOWEST, HIGHEST = "0.2.0", "0.3.3"
+SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them)"
+LOWEST, HIGHEST = "0.3.0", "0.3.3"
 
 ACT, ROL, REF = "worker.actor", "worker.rollout", "worker.ref"
 DEFAULTS: dict[str, Any] = {
@@ -217,6 +217,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     N.require(spec, "optimizer", ("adamw",), fw)
     N.require(spec, "finetune.method", ("full", "lora"), fw)
     algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    N.require(spec, "ray.enabled", (True,), fw)
+    N.require(spec, "rollout.max_num_seqs", (None,), fw)
     N.require(spec, "placement.groups", (None,), fw)
     dist, ro, ft = spec.distribution, spec.rollout, spec.finetune
     if dist.offload_params != dist.offload_optimizer:

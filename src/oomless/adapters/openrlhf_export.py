@@ -63,6 +63,9 @@ def _canonical(spec: Any) -> dict[str, Any]:
     N.require(spec, "rollout.offload_model", (False,), fw)
     N.require(spec, "rollout.offload_optimizer", (False,), fw)
     algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    N.require(spec, "ray.enabled", (True,), fw)
+    N.require(spec, "rollout.max_num_batched_tokens", (None,), fw)
+    N.require(spec, "rollout.max_num_seqs", (None,), fw)
     ro, hw = spec.rollout, spec.hardware
     engine = ro.engine.value
     if engine != "hf":

@@ -223,6 +223,7 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
     out.set("kl_beta", N.as_float("init_kl_coef", v["init_kl_coef"], 0.0))
     if v["max_len"] is not None and N.as_int("max_len", v["max_len"], 1) != prompt + completion:
         out.set("rollout.max_model_len", N.as_int("max_len", v["max_len"], 1))
+    out.set("ray.enabled", True)
     out.notes.append("ORZ always loads a reference model (trainer.build_models), whatever the KL coefficients")
 
 
@@ -303,6 +304,8 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
     N.require(spec, "rollout.engine_starts_first", (True,), fw)
     engine = N.require(spec, "rollout.engine", ("vllm_colocate", "vllm_separate"), fw)
+    N.require(spec, "ray.enabled", (True,), fw)
+    N.require(spec, "rollout.max_num_seqs", (None,), fw)
     from ..planner.roles import placement_groups
 
     groups = [(tuple(r.value for r in g.roles), g.gpus_per_node) for g in placement_groups(spec)]

@@ -27,8 +27,8 @@ from . import HardwareFlags, ImportResult
 from . import _native as N
 from .verl_keys import DEFAULTS, VERSION
 
-SUPPORTED_VERSIONS = f"verl 0.4.0 to {VERSION} (keys and defaults of {VERSION})"
-LOWEST, HIGHEST = "0.4.0", VERSION
+SUPPORTED_VERSIONS = f"verl 0.9.0 to {VERSION} (keys and defaults of {VERSION}; older configs are read with them)"
+LOWEST, HIGHEST = "0.9.0", VERSION
 
 A, R, M = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.model"
 MAPPED = {
@@ -282,6 +282,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     N.require(spec, "optimizer", ("adamw",), fw)
     N.require(spec, "finetune.method", ("full", "lora"), fw)
     algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    N.require(spec, "ray.enabled", (True,), fw)
     N.require(spec, "placement.groups", (None,), fw)
     N.require(spec, "placement.process_per_role", (False,), fw)
     dist, ro, lora = spec.distribution, spec.rollout, spec.finetune.method.value == "lora"

@@ -170,6 +170,7 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     fw = "vlmr1"
     strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
     N.require(spec, "rollout.engine", ("hf",), fw)
+    N.require(spec, "ray.enabled", (False,), fw)
     N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     N.require(spec, "finetune.method", ("full", "lora"), fw)
     b, dist = spec.batch, spec.distribution
