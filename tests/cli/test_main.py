@@ -27,6 +27,13 @@ EXPECTED_SURFACE = {
         ("html", ("--html",), "option", False, None),
         ("png", ("--png",), "option", False, None),
     ],
+    "compare": [
+        ("before", ("before",), "argument", True, None),
+        ("after", ("after",), "argument", True, None),
+        ("as_json", ("--json",), "option", False, False),
+        ("html", ("--html",), "option", False, None),
+        ("png", ("--png",), "option", False, None),
+    ],
     "models": [],
     "gpus": [],
     "schema": [],

@@ -53,7 +53,7 @@ def plan_command(
         if html is not None or png is not None:
             from ..charts import write_charts
 
-            write_charts(document, html=html, png=png)
+            write_charts(document, html=html, png=png, inputs=(spec,))
         if as_json:
             typer.echo(json.dumps(document, indent=2))
         else:

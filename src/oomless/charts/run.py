@@ -1,0 +1,233 @@
+"""The run chart: measured against planned peak memory per phase, over a run's steps.
+
+`oomless train` appends one JSON object per line (JSONL) per step and phase:
+
+    {"step": 12, "phase": "train", "peak_bytes": 20512342016, "planned_bytes": 22020096000}
+
+- `step`: int ≥ 0, the optimizer step the phase belongs to;
+- `phase`: a phase name of the plan (`load`, `rollout`, `logprob`, `train`, ...);
+- `peak_bytes`: int ≥ 0, the measured peak of that phase on one GPU
+  (`torch.cuda.max_memory_reserved` after a reset at the phase's start, or NVML);
+- `planned_bytes`: int ≥ 0 or null, the plan's peak of that phase on the same device role.
+
+Other keys (rank, device_role, time, ...) are ignored. Several records for one (step, phase)
+(one per rank) count as their maximum. Bytes are integers; GiB appear only on the axis.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..units import GiB, format_bytes
+from .files import check_outputs, write_atomically
+from .model import nice_ticks
+
+PHASE_COLOURS = {
+    "load": "#999999", "rollout": "#cc79a7", "logprob": "#56b4e9", "critic_train": "#e69f00",
+    "train": "#d55e00", "optimizer": "#009e73", "weight_sync": "#0072b2",
+}
+EXTRA_COLOURS = ("#6b4c2a", "#f0e442", "#000000")
+WIDTH_PX, HEIGHT_PX = 1100, 520
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 60, 150, 50, 44
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    step: int
+    phase: str
+    peak_bytes: int
+    planned_bytes: int | None
+
+
+@dataclass(frozen=True)
+class PhaseSeries:
+    phase: str
+    colour: str
+    steps: tuple[int, ...]
+    peak_bytes: tuple[int, ...]
+    planned_bytes: tuple[int | None, ...]
+
+    @property
+    def over_plan(self) -> tuple[int, ...]:
+        """Steps where the measured peak exceeded the plan."""
+        return tuple(s for s, m, p in zip(self.steps, self.peak_bytes, self.planned_bytes) if p is not None and m > p)
+
+
+def _count(value: Any, key: str, where: str, nullable: bool = False) -> int | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        allowed = "an integer ≥ 0" + (" or null" if nullable else "")
+        raise InputError(f"{where}: {key}", f"got {value!r}; allowed {allowed}")
+    return value
+
+
+def parse_record(obj: Any, where: str) -> RunRecord:
+    """One record; `where` names it in errors (e.g. "run.jsonl line 3")."""
+    if not isinstance(obj, dict):
+        raise InputError(where, f"expected a JSON object, got {type(obj).__name__}")
+    for key in ("step", "phase", "peak_bytes"):
+        if key not in obj:
+            raise InputError(where, f"missing {key!r}; a record needs step, phase, peak_bytes, planned_bytes")
+    if not isinstance(obj["phase"], str) or not obj["phase"]:
+        raise InputError(f"{where}: phase", f"got {obj['phase']!r}; allowed a phase name such as 'train'")
+    return RunRecord(
+        step=_count(obj["step"], "step", where), phase=obj["phase"],
+        peak_bytes=_count(obj["peak_bytes"], "peak_bytes", where),
+        planned_bytes=_count(obj.get("planned_bytes"), "planned_bytes", where, nullable=True),
+    )
+
+
+def read_records(path: Path) -> list[RunRecord]:
+    """Records of a JSONL file (blank lines skipped)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError("records", f"cannot read {path}: {err}") from None
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path} line {number}", f"not JSON: {err.msg}") from None
+        out.append(parse_record(obj, f"{path} line {number}"))
+    return out
+
+
+def phase_series(records: Iterable[RunRecord]) -> tuple[PhaseSeries, ...]:
+    """One series per phase, plan order first, steps ascending, ranks merged by maximum."""
+    merged: dict[tuple[str, int], tuple[int, int | None]] = {}
+    for r in records:
+        peak, planned = merged.get((r.phase, r.step), (0, None))
+        plans = [p for p in (planned, r.planned_bytes) if p is not None]
+        merged[(r.phase, r.step)] = (max(peak, r.peak_bytes), max(plans) if plans else None)
+    phases = sorted({p for p, _ in merged}, key=lambda p: (list(PHASE_COLOURS).index(p) if p in PHASE_COLOURS else 99, p))
+    out = []
+    for i, phase in enumerate(phases):
+        steps = sorted(s for p, s in merged if p == phase)
+        colour = PHASE_COLOURS.get(phase) or EXTRA_COLOURS[i % len(EXTRA_COLOURS)]
+        out.append(PhaseSeries(phase, colour, tuple(steps), tuple(merged[(phase, s)][0] for s in steps),
+                               tuple(merged[(phase, s)][1] for s in steps)))
+    return tuple(out)
+
+
+def _extent(series: Sequence[PhaseSeries], capacity_bytes: int | None) -> tuple[int, int, int]:
+    steps = [s for ser in series for s in ser.steps]
+    values = [v for ser in series for v in (*ser.peak_bytes, *ser.planned_bytes) if v is not None]
+    top = int(max(values + [capacity_bytes or 0, 1]) * 1.1)
+    return min(steps), max(steps), top
+
+
+def run_svg(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | None) -> str:
+    first, last, top = _extent(series, capacity_bytes)
+    w, h = WIDTH_PX - MARGIN_LEFT - MARGIN_RIGHT, HEIGHT_PX - MARGIN_TOP - MARGIN_BOTTOM
+
+    def x(step: int) -> float:
+        return MARGIN_LEFT + w * ((step - first) / (last - first) if last > first else 0.5)
+
+    def y(num_bytes: int) -> float:
+        return MARGIN_TOP + h * (1 - num_bytes / top)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="run" viewBox="0 0 {WIDTH_PX} {HEIGHT_PX}" '
+           f'font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">',
+           f'<text x="8" y="20" font-weight="bold" font-size="13">{escape(title)}</text>']
+    for tick in nice_ticks(top):
+        out.append(f'<line x1="{MARGIN_LEFT}" x2="{MARGIN_LEFT + w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e6e6e6"/>'
+                   f'<text x="{MARGIN_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" fill="#555">{tick / GiB:g}</text>')
+    out.append(f'<text x="{MARGIN_LEFT + w / 2}" y="{HEIGHT_PX - 8}" text-anchor="middle" fill="#555">step</text>'
+               f'<text x="14" y="{MARGIN_TOP + h / 2}" transform="rotate(-90 14 {MARGIN_TOP + h / 2})" text-anchor="middle" fill="#555">GiB</text>')
+    for step in sorted({first, last}):
+        out.append(f'<text x="{x(step):.1f}" y="{MARGIN_TOP + h + 16}" text-anchor="middle" fill="#555">{step}</text>')
+    if capacity_bytes:
+        out.append(f'<line x1="{MARGIN_LEFT}" x2="{MARGIN_LEFT + w}" y1="{y(capacity_bytes):.1f}" y2="{y(capacity_bytes):.1f}" '
+                   f'stroke="#c0392b" stroke-dasharray="6 4" stroke-width="1.6"/>'
+                   f'<text x="{MARGIN_LEFT + w + 6}" y="{y(capacity_bytes) + 4:.1f}" fill="#c0392b">GPU {escape(format_bytes(capacity_bytes))}</text>')
+    for i, ser in enumerate(series):
+        measured = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(ser.steps, ser.peak_bytes))
+        planned = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(ser.steps, ser.planned_bytes) if v is not None)
+        out.append(f'<polyline class="measured" data-phase="{escape(ser.phase)}" points="{measured}" fill="none" stroke="{ser.colour}" stroke-width="2"/>')
+        if planned:
+            out.append(f'<polyline class="planned" data-phase="{escape(ser.phase)}" points="{planned}" fill="none" stroke="{ser.colour}" stroke-width="1.4" stroke-dasharray="5 4"/>')
+        for s, v in zip(ser.steps, ser.peak_bytes):
+            if s in ser.over_plan:
+                out.append(f'<circle cx="{x(s):.1f}" cy="{y(v):.1f}" r="3.5" fill="#c0392b"><title>step {s} {escape(ser.phase)}: '
+                           f'{escape(format_bytes(v))} measured, above the plan</title></circle>')
+        ly = MARGIN_TOP + 14 + i * 18
+        out.append(f'<line x1="{MARGIN_LEFT + w + 8}" x2="{MARGIN_LEFT + w + 30}" y1="{ly}" y2="{ly}" stroke="{ser.colour}" stroke-width="2"/>'
+                   f'<text x="{MARGIN_LEFT + w + 36}" y="{ly + 4}">{escape(ser.phase)}</text>')
+    ly = MARGIN_TOP + 14 + len(series) * 18 + 8
+    out.append(f'<text x="{MARGIN_LEFT + w + 8}" y="{ly}" fill="#555">solid: measured</text>'
+               f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 16}" fill="#555">dashed: planned</text>'
+               f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 32}" fill="#c0392b">dot: above plan</text></svg>')
+    return "".join(out)
+
+
+def run_png(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | None) -> bytes:
+    from matplotlib.lines import Line2D
+
+    from .png import FONT_PT, new_figure, png_bytes, place
+
+    fig = new_figure(WIDTH_PX, HEIGHT_PX)
+    ax = place(fig, 0, 0, WIDTH_PX, HEIGHT_PX, (MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM))
+    _, _, top = _extent(series, capacity_bytes)
+    ax.set_ylim(0, top / GiB)
+    ax.set_yticks([t / GiB for t in nice_ticks(top)])
+    ax.set_title(title, loc="left", fontsize=FONT_PT + 3, fontweight="bold")
+    ax.set_xlabel("step", fontsize=FONT_PT + 1)
+    ax.set_ylabel("GiB", fontsize=FONT_PT + 1)
+    ax.tick_params(labelsize=FONT_PT + 0.5)
+    ax.grid(axis="y", color="#e6e6e6")
+    handles = []
+    for ser in series:
+        ax.plot(ser.steps, [v / GiB for v in ser.peak_bytes], color=ser.colour, linewidth=2)
+        planned = [(s, v / GiB) for s, v in zip(ser.steps, ser.planned_bytes) if v is not None]
+        if planned:
+            ax.plot(*zip(*planned), color=ser.colour, linewidth=1.4, linestyle="--")
+        over = [(s, v / GiB) for s, v in zip(ser.steps, ser.peak_bytes) if s in ser.over_plan]
+        if over:
+            ax.plot(*zip(*over), linestyle="none", marker="o", color="#c0392b", markersize=5)
+        handles.append(Line2D([], [], color=ser.colour, linewidth=2, label=ser.phase))
+    if capacity_bytes:
+        ax.axhline(capacity_bytes / GiB, color="#c0392b", linestyle="--", linewidth=1.4)
+        handles.append(Line2D([], [], color="#c0392b", linestyle="--", label=f"GPU {format_bytes(capacity_bytes)}"))
+    handles += [
+        Line2D([], [], color="#555555", linewidth=2, label="measured"),
+        Line2D([], [], color="#555555", linewidth=1.4, linestyle="--", label="planned"),
+        Line2D([], [], color="#c0392b", linestyle="none", marker="o", label="above plan"),
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=FONT_PT + 0.5, frameon=False)
+    return png_bytes(fig)
+
+
+def write_run_chart(
+    records: Iterable[RunRecord | dict[str, Any]], html: Path | None = None, png: Path | None = None,
+    title: str = "Peak GPU memory per phase: measured vs planned", capacity_bytes: int | None = None,
+) -> None:
+    """Draw the run chart; records are `RunRecord`s or dicts of the documented shape."""
+    parsed = [r if isinstance(r, RunRecord) else parse_record(r, f"record {i}") for i, r in enumerate(records)]
+    if not parsed:
+        raise InputError("records", "no records to draw")
+    check_outputs({"--html": html, "--png": png})
+    series = phase_series(parsed)
+    if html is not None:
+        from .html import page
+
+        data = [vars(r) for r in parsed]
+        body = f"<h1>{escape(title)}</h1>{run_svg(series, title, capacity_bytes)}"
+        write_atomically(Path(html), page(title, body, "oomless-run", data, _version()).encode("utf-8"))
+    if png is not None:
+        write_atomically(Path(png), run_png(series, title, capacity_bytes))
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

@@ -1,0 +1,72 @@
+"""The run chart (measured vs planned peak per phase over steps) on synthetic records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oomless.charts.run import RunRecord, phase_series, read_records, write_run_chart
+from oomless.errors import InputError
+from oomless.units import GiB
+from tests.charts.conftest import assert_not_blank, parse_html, png_pixels
+
+PLANNED = {"rollout": 30 * GiB, "train": 36 * GiB, "optimizer": 25 * GiB}
+
+
+def _records() -> list[dict]:
+    """Three phases over 20 steps, two ranks each; train exceeds its plan at step 7 on rank 1."""
+    out = []
+    for step in range(20):
+        for phase, planned in PLANNED.items():
+            for rank in (0, 1):
+                peak = planned - (step % 5 + rank) * GiB // 4
+                if (phase, step, rank) == ("train", 7, 1):
+                    peak = planned + GiB
+                out.append({"step": step, "phase": phase, "peak_bytes": peak, "planned_bytes": planned, "rank": rank})
+    return out
+
+
+def test_series_merge_ranks_by_maximum_in_phase_order() -> None:
+    records = [RunRecord(r["step"], r["phase"], r["peak_bytes"], r["planned_bytes"]) for r in _records()]
+    series = phase_series(records)
+    assert [s.phase for s in series] == ["rollout", "train", "optimizer"]  # the plan's time order
+    train = series[1]
+    assert train.steps == tuple(range(20))
+    assert train.peak_bytes[0] == PLANNED["train"]  # rank 0 at step 0 is the larger
+    assert train.peak_bytes[7] == PLANNED["train"] + GiB
+    assert train.over_plan == (7,)
+    assert series[0].over_plan == series[2].over_plan == ()
+
+
+def test_png_and_html_of_synthetic_records(tmp_path: Path) -> None:
+    records = _records()
+    write_run_chart(records, html=tmp_path / "run.html", png=tmp_path / "run.png", capacity_bytes=40 * GiB)
+    data = (tmp_path / "run.png").read_bytes()
+    size, pixels = png_pixels(data)
+    assert size == (1100, 520)
+    assert_not_blank(data, min_colours=30, min_inked=0.01)
+    assert (192, 57, 43) in set(pixels)  # the red of the over-plan dot and the capacity line
+    page = parse_html((tmp_path / "run.html").read_text(encoding="utf-8"))
+    embedded = json.loads(page.scripts["oomless-run"])
+    assert embedded == [{k: r[k] for k in ("step", "phase", "peak_bytes", "planned_bytes")} for r in records]
+    assert sum(1 for tag, a in page.elements if tag == "circle") == 1  # one step above the plan
+
+
+def test_records_from_jsonl_and_their_errors(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"step": 0, "phase": "train", "peak_bytes": 5, "planned_bytes": null}\n\n'
+                    '{"step": 1, "phase": "train", "peak_bytes": 6, "planned_bytes": 7}\n', encoding="utf-8")
+    assert read_records(path) == [RunRecord(0, "train", 5, None), RunRecord(1, "train", 6, 7)]
+    path.write_text('{"step": 0, "phase": "train", "peak_bytes": 5}\n{"step": 1, "phase": "train", "peak_bytes": -1}\n',
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2: peak_bytes: got -1; allowed an integer ≥ 0"):
+        read_records(path)
+    path.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(InputError, match="line 1: not JSON"):
+        read_records(path)
+    with pytest.raises(InputError, match="missing 'peak_bytes'"):
+        write_run_chart([{"step": 0, "phase": "train"}], png=tmp_path / "x.png")
+    with pytest.raises(InputError, match="no records"):
+        write_run_chart([], png=tmp_path / "x.png")
