@@ -1,0 +1,196 @@
+"""How fast `oomless fit` evaluates candidate configurations, and how long a whole fit takes.
+
+Target (issue 7): ≥ 10,000 candidate configurations evaluated in ≤ 1 s. Evaluating a
+configuration means what `fit` ranks by: predicting its slack on every memory constraint (each
+GPU phase of each device group, vLLM's start-up checks, each host phase), deciding whether it
+fits with the margin, and predicting its step time. This is a benchmark, not a test: it records
+figures with the machine, versions and command, and never fails a build.
+
+It measures, per spec:
+- region build: the `make_plan` probes of one region (the fast path's one-time cost);
+- evaluator: N random configurations of that region evaluated through the additive fast path
+  (`fit.probe.Region`), and the same N through `make_plan` for comparison (a sample, scaled);
+- whole fit: `fit_file` end to end (all layouts, re-checks), with the number of configurations
+  its regions span and how many it evaluated explicitly.
+
+Usage (from the repository root, with the venv's interpreter):
+    .venv/bin/python benchmarks/fit_speed.py
+    .venv/bin/python benchmarks/fit_speed.py --configs 20000 --specs examples/seeds/s1-before.yaml
+
+Writes benchmarks/results/fit-speed.json and benchmarks/results/fit-speed.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_plan import RESULTS, ROOT, environment  # noqa: E402
+
+TARGET_CONFIGS = 10_000
+TARGET_SECONDS = 1.0
+DEFAULT_SPECS = ("examples/seeds/s1-before.yaml", "examples/seeds/s0-before.yaml", "examples/seeds/s4-before.yaml",
+                 "examples/quickstart.yaml")
+MAKE_PLAN_SAMPLE = 300
+"""Configurations planned with make_plan to time the slow path (scaled to N)."""
+
+
+def _region(spec_path: Path) -> tuple[Any, Any, float]:
+    from oomless.fit.probe import Margin
+    from oomless.fit.search import FitOptions, _Search
+    from oomless.fit.space import math_levels
+    from oomless.spec.load import load_run, read_yaml
+
+    run = load_run(spec_path)
+    search = _Search(run, read_yaml(spec_path), spec_path.parent, FitOptions(margin=Margin(fraction=0.05)))
+    start = time.perf_counter()
+    regions = search.regions(math_levels(run.spec, run.arch, frozenset())[0][0])
+    build = time.perf_counter() - start
+    region = max(regions, key=lambda r: _space(r[2]))[2]  # the largest region
+    return search, region, build / len(regions)
+
+
+def _space(region: Any) -> int:
+    n = 1
+    for f in region.factors:
+        n *= len(f.options)
+    return n
+
+
+def evaluate(region: Any, choice: tuple[int, ...]) -> tuple[bool, float]:
+    """One configuration: every constraint's predicted slack, the verdict, the step time."""
+    slack = region.slack(choice)
+    seconds = region.train_seconds(*choice[:2]) + region.engine_seconds(choice[2:])
+    return min(slack) >= 0, seconds
+
+
+def time_evaluator(region: Any, configs: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    sizes = [len(f.options) for f in region.factors]
+    choices = [tuple(rng.randrange(n) for n in sizes) for _ in range(configs)]
+    start = time.perf_counter()
+    fits = sum(evaluate(region, c)[0] for c in choices)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    for c in choices:
+        evaluate(region, c)
+    warm = time.perf_counter() - start
+    return {"configs": configs, "seconds_first_pass": cold, "seconds_second_pass": warm, "fitting": fits,
+            "configs_per_second_first_pass": configs / cold}
+
+
+def time_make_plan(search: Any, region: Any, sample: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    sizes = [len(f.options) for f in region.factors]
+    specs = [region.spec(tuple(rng.randrange(n) for n in sizes)) for _ in range(sample)]
+    start = time.perf_counter()
+    for spec in specs:
+        search.ctx.plan(spec)
+    elapsed = time.perf_counter() - start
+    return {"sample": sample, "seconds": elapsed, "ms_per_plan": 1e3 * elapsed / sample}
+
+
+def time_fit(spec_path: Path, runs: int) -> dict[str, Any]:
+    from oomless.fit.probe import Margin
+    from oomless.fit.search import FitOptions, fit_file
+
+    samples, result = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fit_file(spec_path, FitOptions(margin=Margin(fraction=0.05)))
+        samples.append(time.perf_counter() - start)
+    assert result is not None
+    s = result.stats
+    return {"seconds_median": statistics.median(samples), "seconds_min": min(samples), "runs": runs,
+            "found": result.best is not None, "regions": s.regions, "configurations": s.counts.space,
+            "evaluated": s.counts.evaluated, "make_plan_calls": s.plans, "rechecked": s.rechecked,
+            "predicted_step_seconds_input": result.input_estimate.total_s,
+            "predicted_step_seconds_best": result.best.estimate.total_s if result.best else None,
+            "num_changes_best": len(result.best.changes) if result.best else None}
+
+
+def run_spec(spec: str, configs: int, runs: int, seed: int) -> dict[str, Any]:
+    path = (ROOT / spec).resolve()
+    search, region, build = _region(path)
+    evaluator = time_evaluator(region, configs, seed)
+    slow = time_make_plan(search, region, min(MAKE_PLAN_SAMPLE, configs), seed)
+    total = build + evaluator["seconds_first_pass"]
+    return {
+        "spec": spec, "region_configurations": _space(region), "region_make_plan_probes": len(region._plans),
+        "region_build_seconds": build, "evaluator": evaluator,
+        "make_plan_for_same_configs_seconds": slow["ms_per_plan"] * configs / 1e3, "make_plan_ms": slow["ms_per_plan"],
+        "build_plus_evaluate_seconds": total, "meets_target": configs >= TARGET_CONFIGS and total <= TARGET_SECONDS,
+        "whole_fit": time_fit(path, runs),
+    }
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    env = doc["environment"]
+    versions = ", ".join(f"{k} {v}" for k, v in env["packages"].items())
+    rows = []
+    for r in doc["results"]:
+        e, f = r["evaluator"], r["whole_fit"]
+        rows.append(
+            f"| `{r['spec']}` | {r['region_configurations']:,} | {r['region_make_plan_probes']} / {r['region_build_seconds']:.3f} s "
+            f"| {e['configs']:,} in {e['seconds_first_pass']:.3f} s ({e['configs_per_second_first_pass']:,.0f}/s) "
+            f"| {r['build_plus_evaluate_seconds']:.3f} s: {'meets' if r['meets_target'] else 'MISSES'} "
+            f"| {r['make_plan_for_same_configs_seconds']:.1f} s ({r['make_plan_ms']:.2f} ms each) "
+            f"| {f['seconds_median']:.2f} s: {f['configurations']:,} configs, {f['evaluated']:,} evaluated, {f['make_plan_calls']} plans |")
+    dirty = f" plus uncommitted changes ({len(env['git_dirty_paths'])} paths)" if env["git_dirty_paths"] else ""
+    return f"""# `oomless fit` speed
+
+Recorded {doc['recorded_at']} by `{doc['command']}`.
+
+Target: ≥ {TARGET_CONFIGS:,} candidate configurations evaluated in ≤ {TARGET_SECONDS} s. Evaluating one = predicting
+its slack on every memory constraint, the fits-with-margin verdict, and its step time.
+
+| spec | configurations in its largest region | region build (make_plan probes / time) | fast-path evaluation | build + {doc['config']['configs']:,} evaluations | the same with make_plan (scaled from {MAKE_PLAN_SAMPLE}) | whole `fit` (median of {doc['config']['runs']}) |
+|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+Fast path: `fit.probe.Region` — slack and step time added from per-factor `make_plan` probes
+(exact against `make_plan`, tests/fit/test_probe.py); first pass over random configurations,
+so memoised step-time entries are computed inside the timing. Whole `fit`: every layout and
+sleep state, best-first search, and `make_plan` re-checks of the returned configurations.
+
+Machine: {env['cpu_model']}, {env['num_cpu_cores']} cores, {env['ram_gib']} GiB RAM; {env['os']} (kernel {env['kernel']}).
+Python {env['python']}; {versions}.
+Commit {env['git_commit']}{dirty}.
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--specs", nargs="+", default=list(DEFAULT_SPECS), help="Run specs to fit.")
+    parser.add_argument("--configs", type=int, default=TARGET_CONFIGS, help="Random configurations evaluated per spec.")
+    parser.add_argument("--runs", type=int, default=3, help="Whole-fit runs per spec (median reported).")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="Directory for fit-speed.json/.md.")
+    args = parser.parse_args()
+    results = [run_spec(s, args.configs, args.runs, args.seed) for s in args.specs]
+    doc = {
+        "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([os.path.relpath(sys.executable, Path.cwd()), *sys.argv]),
+        "config": {"specs": args.specs, "configs": args.configs, "runs": args.runs, "seed": args.seed,
+                   "margin": "5 % of capacity", "make_plan_sample": MAKE_PLAN_SAMPLE},
+        "targets": {"configs": TARGET_CONFIGS, "seconds": TARGET_SECONDS},
+        "results": results,
+        "environment": environment(),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fit-speed.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    (args.out / "fit-speed.md").write_text(markdown(doc), encoding="utf-8")
+    print(markdown(doc))
+
+
+if __name__ == "__main__":
+    main()

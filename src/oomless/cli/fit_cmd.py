@@ -1,0 +1,128 @@
+"""`oomless fit SPEC`: the fastest configuration that fits, as the smallest change to SPEC.
+
+Examples:
+    oomless fit examples/seeds/s1-before.yaml
+    oomless fit examples/seeds/s1-before.yaml --margin 2 --top 3 --json
+    oomless fit examples/seeds/s3-before.yaml --allow lengths --allow max_pixels
+    oomless fit examples/seeds/s1-before.yaml --write s1-fitted.yaml --export swift
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
+
+DEFAULT_MARGIN_FRACTION = 0.05
+"""Without --margin/--margin-fraction every constraint keeps 5 % of its device's capacity free
+(the planner's known unknowns, e.g. vLLM's profile peak, are a few GiB on large GPUs)."""
+
+
+def fit_command(
+    spec: Path = typer.Argument(..., help="Run spec (YAML)."),
+    margin: float = typer.Option(None, "--margin", help="GiB every GPU and host constraint must keep free."),
+    margin_fraction: float = typer.Option(
+        None, "--margin-fraction", help="Fraction of each device's capacity to keep free (default 0.05)."
+    ),
+    allow: list[str] = typer.Option(
+        None, "--allow", help="Let a math-changing knob move (repeatable): lora_rank, lengths, num_generations, max_pixels, beta."
+    ),
+    top: int = typer.Option(5, "--top", help="Alternatives to list after the best configuration."),
+    write: Path = typer.Option(None, "--write", help="Save the best configuration as a new spec YAML (never overwrites)."),
+    export: str = typer.Option(
+        None, "--export", help="Also emit the best configuration for a framework (swift, trl, verl, easyr1, openrlhf, orz)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as a JSON document."),
+) -> None:
+    """Search memory knobs that keep the training maths for the fastest configuration that fits;
+    exit 0 found, 1 nothing fits, 2 bad input."""
+    from .main import run_guarded
+
+    def body() -> int:
+        from ..fit.report import fit_to_dict
+        from ..fit.search import FitOptions, fit_file
+        from ..fit.space import MATH_KNOBS
+        from ..fit.write import check_target, write_spec
+
+        options = FitOptions(_margin(margin, margin_fraction), _allowed(allow, MATH_KNOBS), _top(top))
+        if write is not None:
+            check_target(write, spec)
+        result = fit_file(spec, options)
+        shown = _margin_text(options.margin)
+        document = fit_to_dict(result, str(spec))
+        export_error = None
+        if result.best is not None:
+            if write is not None:
+                write_spec(write, result.best, spec, shown)
+                document["written"] = str(write)
+            if export is not None:
+                try:
+                    document["exported"] = [str(p) for p in _export(export, result.best.run.spec, spec, write)]
+                except InputError as err:
+                    export_error = InputError("--export", err.message)
+        if as_json:
+            typer.echo(json.dumps(document, indent=2))
+        else:
+            from .fit_render import render_fit
+
+            render_fit(result, shown)
+            if "written" in document:
+                typer.echo(f"wrote {document['written']}")
+            for path in document.get("exported", []):
+                typer.echo(f"exported {path}")
+        if export_error is not None:
+            raise export_error
+        return EXIT_FITS if result.best is not None else EXIT_DOES_NOT_FIT
+
+    run_guarded(body)
+
+
+def _margin(gib: float | None, fraction: float | None):  # noqa: ANN202 - Margin is imported lazily
+    from ..fit.probe import Margin
+    from ..units import gib_to_bytes
+
+    if gib is not None and fraction is not None:
+        raise InputError("--margin", "give --margin or --margin-fraction, not both")
+    if gib is not None:
+        if gib < 0:
+            raise InputError("--margin", f"{gib} is not valid; allowed: GiB >= 0")
+        return Margin(num_bytes=gib_to_bytes(gib))
+    fraction = DEFAULT_MARGIN_FRACTION if fraction is None else fraction
+    if not 0 <= fraction < 1:
+        raise InputError("--margin-fraction", f"{fraction} is not valid; allowed: 0 <= F < 1")
+    return Margin(fraction=fraction)
+
+
+def _margin_text(margin) -> str:  # noqa: ANN001
+    from ..units import format_bytes
+
+    if margin.num_bytes:
+        return format_bytes(margin.num_bytes)
+    return f"{margin.fraction:.0%}-of-capacity"
+
+
+def _allowed(values: list[str] | None, known: tuple[str, ...]) -> frozenset[str]:
+    for value in values or []:
+        if value not in known:
+            raise InputError("--allow", f"unknown knob {value!r}; allowed: {', '.join(known)}")
+    return frozenset(values or [])
+
+
+def _top(k: int) -> int:
+    if k < 0:
+        raise InputError("--top", f"{k} is not valid; allowed: K >= 0")
+    return k
+
+
+def _export(framework: str, spec, source: Path, write: Path | None) -> list[Path]:  # noqa: ANN001
+    from ..adapters import export_native
+
+    out_dir = write.with_name(f"{write.stem}-{framework}") if write is not None else Path.cwd() / f"{source.stem}-fit-{framework}"
+    return export_native(framework, spec, out_dir, False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("fit")(fit_command)

@@ -1,0 +1,70 @@
+"""Human-readable `oomless fit` output (rich tables). Sizes in GiB/MiB; seconds are estimates."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..fit.search import Choice, FitResult
+from ..fit.write import _value
+from ..units import format_bytes
+
+MAX_CHANGES_SHOWN = 4
+
+
+def _seconds(total: float) -> str:
+    return "no rollout possible" if math.isinf(total) else f"{total:.1f} s"
+
+
+def _change(field: str, old: Any, new: Any) -> str:
+    return escape(f"{field}: {_value(old)} → {_value(new)}")
+
+
+def _short(choice: Choice) -> str:
+    items = [_change(f, o, n) for f, (o, n) in choice.changes.items()]
+    extra = f" (+{len(items) - MAX_CHANGES_SHOWN} more)" if len(items) > MAX_CHANGES_SHOWN else ""
+    return "; ".join(items[:MAX_CHANGES_SHOWN]) + extra or "no change"
+
+
+def _gpu_peak(choice: Choice) -> int:
+    return max(g.peak_bytes for g in choice.plan.devices)
+
+
+def render_fit(result: FitResult, margin: str, console: Console | None = None) -> None:
+    out = console or Console(width=140)
+    inp = result.input_plan
+    verdict = "fits" if inp.fits else f"does not fit ({inp.binding.phase} on the {inp.binding.device_role} {inp.binding.device})"
+    out.print(f"Input: {verdict}; predicted {_seconds(result.input_estimate.total_s)} per optimizer step.")
+    best = result.best
+    if best is None:
+        out.print(f"[bold red]NOTHING FITS[/] with a {margin} margin among the searched memory knobs"
+                  + (f" and the allowed changes ({', '.join(sorted(result.allowed))})" if result.allowed else "")
+                  + ". Try --allow lengths/lora_rank/num_generations/max_pixels/beta, more or larger GPUs.")
+    else:
+        out.print(f"[bold green]FOUND[/] — fastest configuration that fits with a {margin} margin: "
+                  f"predicted {_seconds(best.estimate.total_s)} per optimizer step, "
+                  f"GPU peak {format_bytes(_gpu_peak(best))}, tightest constraint {format_bytes(best.min_slack_bytes)} free.")
+        if not best.changes:
+            out.print("  No change: the input already is the fastest fitting configuration found.")
+        for field, (old, new) in best.changes.items():
+            out.print(f"  • {_change(field, old, new)}")
+        for warning in best.run.warnings:
+            out.print(f"  warning: {escape(warning)}")
+    if result.alternatives:
+        table = Table(title="Alternatives (each re-planned; ranked by predicted step time and fewest changes)")
+        for col in ("#", "step (est.)", "GPU peak", "tightest free", "changes"):
+            table.add_column(col)
+        for i, alt in enumerate(result.alternatives, 1):
+            table.add_row(str(i), _seconds(alt.estimate.total_s), format_bytes(_gpu_peak(alt)), format_bytes(alt.min_slack_bytes), _short(alt))
+        out.print(table)
+    s = result.stats
+    out.print(f"Searched {s.counts.space:,} configurations in {s.regions} regions ({s.counts.evaluated:,} evaluated, "
+              f"{s.plans} make_plan calls, {s.rechecked} re-checks) in {s.seconds:.2f} s.")
+    out.print("Step times are estimates of the cost model (oomless.perf); fit relies on their ranking, "
+              "and every configuration shown fits in its own make_plan.")
+    for note in result.notes:
+        out.print(f"note: {escape(note)}")

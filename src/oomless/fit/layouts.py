@@ -1,0 +1,93 @@
+"""Rollout layouts with the same total GPU count, and batch splits that keep the maths.
+
+The training maths is fixed by the completions per optimizer step (effective batch = training
+ranks × micro-batch × gradient accumulation) and per rollout (× steps_per_generation /
+gradient_accumulation_steps). A layout that moves GPUs between training and vLLM changes the
+training ranks, so micro-batch × accumulation is re-split to keep both numbers; a layout whose
+rank count does not divide them is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..planner.roles import Group, placement_groups
+from ..spec.run import Role, RolloutEngine, RunSpec
+from .overrides import Overrides, apply
+
+SEPARATE_GPU_COUNTS = (1, 2, 4)
+"""vLLM GPUs per node tried for a separate-GPU layout (plus the input's own count)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    label: str
+    overrides: Overrides
+    groups: tuple[Group, ...]
+
+    @property
+    def train_ranks_per_node(self) -> int:
+        return sum(g.gpus_per_node for g in self.groups if Role.actor in g.roles)
+
+    @property
+    def vllm_gpus_per_node(self) -> int:
+        """GPUs of the group holding vLLM (bounds its tensor parallelism); 0 without vLLM."""
+        return next((g.gpus_per_node for g in self.groups if Role.vllm in g.roles), 0)
+
+    @property
+    def colocated(self) -> bool:
+        return any(Role.vllm in g.roles and len(g.roles) > 1 for g in self.groups)
+
+
+def _separate(k: int) -> Overrides:
+    return {
+        "rollout.engine": RolloutEngine.vllm_separate, "rollout.num_gpus": k, "placement.groups": None,
+        "rollout.sleep_level": 0, "rollout.offload_model": False, "rollout.offload_optimizer": False,
+    }
+
+
+def layouts(spec: RunSpec) -> list[Layout]:
+    """The input's layout first, then vLLM colocated on every GPU and vLLM on k GPUs of its own
+    (HF-generate runs keep their layout: switching engines is not a memory knob)."""
+    out = [Layout("as given", {}, placement_groups(spec))]
+    if spec.rollout.engine == RolloutEngine.hf:
+        return out
+    gpus = spec.hardware.gpus_per_node
+    candidates = [("vLLM colocated on all GPUs", {"rollout.engine": RolloutEngine.vllm_colocate, "placement.groups": None})]
+    counts = sorted({k for k in (*SEPARATE_GPU_COUNTS, spec.rollout.num_gpus) if 1 <= k < gpus})
+    candidates += [(f"vLLM on {k} GPU{'s' if k > 1 else ''} per node of its own", _separate(k)) for k in counts]
+    seen = {out[0].groups}
+    for label, overrides in candidates:
+        groups = placement_groups(apply(spec, overrides))
+        if groups not in seen:
+            seen.add(groups)
+            out.append(Layout(label, overrides, groups))
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def batch_splits(spec: RunSpec, ranks_in: int, ranks_out: int, scale: Fraction = Fraction(1)) -> list[Overrides]:
+    """(micro-batch, accumulation[, steps_per_generation]) on ``ranks_out`` training ranks giving
+    the input's completions per optimizer step × ``scale`` (num_generations changes), largest
+    micro-batch first. Empty when the ranks do not divide the batch."""
+    b = spec.batch
+    per_step = b.micro_batch_size * b.gradient_accumulation_steps * ranks_in * scale
+    if per_step.denominator != 1 or int(per_step) % ranks_out:
+        return []
+    per_rank = int(per_step) // ranks_out
+    ratio = Fraction(spec.steps_per_generation, b.gradient_accumulation_steps)
+    out = []
+    for micro in reversed(_divisors(per_rank)):
+        accumulation = per_rank // micro
+        split: Overrides = {"batch.micro_batch_size": micro, "batch.gradient_accumulation_steps": accumulation}
+        if b.steps_per_generation is not None:
+            steps = accumulation * ratio
+            if steps.denominator != 1:
+                continue
+            split["batch.steps_per_generation"] = int(steps)
+        out.append(split)
+    return out

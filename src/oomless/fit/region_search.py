@@ -1,0 +1,95 @@
+"""Best-first search of one region: the fastest configurations predicted to fit.
+
+Every configuration is a training choice t = (states, work) and an engine choice
+e = (engine, graphs, utilization). Its score is its predicted step time plus λ per changed
+field (a change must buy λ seconds to be worth making: the minimal-change rule), and both
+slack and score add over t and e. So the search sorts the t's and the e's by score, drops
+those that cannot fit with any partner, and walks pairs in increasing score, stopping as soon
+as no remaining pair can enter the best `limit`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from dataclasses import dataclass
+
+from .probe import Region
+
+Pick = tuple[float, float, int, tuple[int, ...], tuple[int, ...]]
+"""(score, seconds, changes, slack restricted to checked constraints, choice)."""
+
+
+@dataclass
+class Counts:
+    space: int = 0
+    """Configurations in the region (product of the factors' option counts)."""
+    evaluated: int = 0
+    """Configurations whose fit and score were computed (training + engine lists, and pairs)."""
+
+
+def _picks(region: Region, factor_ids: range, seconds_of, lam: float, checked: list[int], base: list[int]) -> list[Pick]:
+    out = []
+    ranges = [range(len(region.factors[i].options)) for i in factor_ids]
+    for choice in itertools.product(*ranges):
+        seconds = seconds_of(choice)
+        if math.isinf(seconds):
+            continue
+        changes = sum(region.factors[i].options[j].num_changes for i, j in zip(factor_ids, choice))
+        slack = list(base)
+        for i, j in zip(factor_ids, choice):
+            delta = region.deltas[i][j]
+            slack = [s + delta[c] for s, c in zip(slack, checked)]
+        out.append((seconds + lam * changes, seconds, changes, tuple(slack), choice))
+    return out
+
+
+def training_picks(region: Region, lam: float, checked: list[int]) -> list[Pick]:
+    zero = [0] * len(checked)
+    return _picks(region, range(2), lambda c: region.train_seconds(*c), lam, checked, zero)
+
+
+def engine_picks(region: Region, lam: float, checked: list[int]) -> list[Pick]:
+    base = [region.slack0[c] for c in checked]
+    if len(region.factors) == 2:
+        seconds = region.engine_seconds(())
+        return [(seconds, seconds, 0, tuple(base), ())]
+    return _picks(region, range(2, len(region.factors)), region.engine_seconds, lam, checked, base)
+
+
+def _feasible(picks: list[Pick], partners: list[Pick]) -> list[Pick]:
+    """Picks that fit with at least the best partner on every constraint separately."""
+    if not partners:
+        return []
+    best = [max(p[3][c] for p in partners) for c in range(len(partners[0][3]))]
+    return [p for p in picks if all(s + b >= 0 for s, b in zip(p[3], best))]
+
+
+def search_region(region: Region, lam: float, limit: int, counts: Counts) -> list[tuple[float, float, int, tuple[int, ...]]]:
+    """Up to ``limit`` (score, seconds, changes, choice) predicted to fit, best first.
+    Constraints `verify` marked are not checked here (make_plan re-checks every result)."""
+    checked = [c for c in range(len(region.slack0)) if c not in region.unverified]
+    train, engine = training_picks(region, lam, checked), engine_picks(region, lam, checked)
+    counts.space += len(train) * len(engine)
+    counts.evaluated += len(train) + len(engine)
+    train, engine = _feasible(train, engine), _feasible(engine, train)
+    train.sort()
+    engine.sort()
+    heap: list[tuple[float, float, int, tuple[int, ...]]] = []
+    bound = math.inf
+    for t in train:
+        if not engine or t[0] + engine[0][0] >= bound:
+            break
+        for e in engine:
+            score = t[0] + e[0]
+            if score >= bound:
+                break
+            counts.evaluated += 1
+            if all(a + b >= 0 for a, b in zip(t[3], e[3])):
+                heapq.heappush(heap, (-score, t[1] + e[1], t[2] + e[2], t[4] + e[4]))
+                if len(heap) > limit:
+                    heapq.heappop(heap)
+                if len(heap) == limit:
+                    bound = -heap[0][0]
+    return sorted((-s, sec, ch, choice) for s, sec, ch, choice in heap)

@@ -1,0 +1,263 @@
+"""`fit`: the fastest configuration of a run that fits with a safety margin, as the smallest
+change to the input, plus ranked alternatives.
+
+Search order: maths unchanged first; only if nothing fits, the allowed math moves, mildest
+first (`space.math_levels`). Within a level, every layout (`layouts`) and engine sleep state
+is a region searched by additive prediction (`probe`, `region_search`). Predicted winners are
+then re-planned in score order from the spec file they would be written as — parsed,
+validated and planned by `make_plan` — and only those whose own plan fits with the margin are
+returned. Scores: predicted seconds per optimizer step + λ per changed field, λ =
+CHANGE_COST_FRACTION × the fastest step time predicted for the input's region.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..perf.hardware import gpu_perf
+from ..perf.step import StepEstimate, estimate_plan
+from ..planner.plan import Plan
+from ..spec.ignored import ignored_fields
+from ..spec.load import ResolvedRun, load_run, parse_spec, read_yaml, resolve
+from ..spec.run import RolloutEngine, RunSpec
+from .layouts import batch_splits, layouts
+from .overrides import Overrides, apply, changed, default_at, plain
+from .probe import Context, Margin, Region, slack_vector
+from .region_search import Counts, search_region
+from .space import MathSetting, factors, math_levels
+
+CHANGE_COST_FRACTION = 0.01
+"""A changed field must buy 1 % of the step time to be preferred (ties go to fewer changes)."""
+CANDIDATES_PER_REGION = 64
+RECHECK_BUDGET = 400
+"""Most `make_plan` re-checks of predicted winners before giving up."""
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    margin: Margin = Margin()
+    allow: frozenset[str] = frozenset()
+    top_k: int = 5
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A configuration whose own plan was made and fits with the margin."""
+
+    run: ResolvedRun
+    data: dict[str, Any]
+    """The spec as it would be written (the input's YAML with the changes)."""
+    plan: Plan
+    estimate: StepEstimate
+    changes: dict[str, tuple[Any, Any]]
+    region: str
+
+    @property
+    def min_slack_bytes(self) -> int:
+        return min(slack_vector(self.plan, Margin()))
+
+
+@dataclass
+class SearchStats:
+    regions: int = 0
+    plans: int = 0
+    """`make_plan` calls: probes, verification samples and re-checks."""
+    counts: Counts = field(default_factory=Counts)
+    rechecked: int = 0
+    math_level: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class FitResult:
+    input_run: ResolvedRun
+    input_plan: Plan
+    input_estimate: StepEstimate
+    margin: Margin
+    allowed: frozenset[str]
+    best: Choice | None
+    alternatives: tuple[Choice, ...]
+    stats: SearchStats
+    notes: tuple[str, ...]
+
+
+def set_paths(data: dict[str, Any], changes: dict[str, tuple[Any, Any]], drop: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A copy of the YAML mapping with each changed field set; None (and any path in ``drop``)
+    removes the key, so the default applies."""
+    out = copy.deepcopy(data)
+    for path, (_, new) in changes.items():
+        *parents, leaf = path.split(".")
+        remove = new is None or path in drop
+        node = out
+        for key in parents:
+            node = node.get(key, {}) if remove else node.setdefault(key, {})
+        if remove:
+            node.pop(leaf, None)
+            if parents and out.get(parents[0]) == {}:
+                del out[parents[0]]
+        else:
+            node[leaf] = new
+    return out
+
+
+def spec_data(raw: dict[str, Any], changes: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
+    """The YAML a configuration is written as. A change back to a field's default that the
+    spec would then ignore (sleep_level 0 on separate GPUs) is written as a removed key, so
+    the new spec carries no ignored-field warning of fit's making."""
+    data = set_paths(raw, changes)
+    ignored = {w.split(" is ignored")[0] for w in ignored_fields(parse_spec(data))}
+    drop = frozenset(p for p, (_, new) in changes.items() if p in ignored and new == default_at(p))
+    return set_paths(raw, changes, drop) if drop else data
+
+
+class _Search:
+    def __init__(self, run: ResolvedRun, raw: dict[str, Any], base_dir: Path, options: FitOptions) -> None:
+        self.run, self.raw, self.base_dir, self.options = run, raw, base_dir, options
+        perf, note = gpu_perf(run.gpu)
+        self.notes = [note] if note else []
+        self.ctx = Context(run.arch, run.gpu, run.archs, perf, options.margin)
+        self.stats = SearchStats()
+        self.lam: float | None = None
+
+    def regions(self, math: MathSetting) -> list[tuple[str, RunSpec, Region]]:
+        spec = apply(self.run.spec, math.overrides)
+        ranks_in = layouts(self.run.spec)[0].train_ranks_per_node * spec.hardware.num_nodes
+        out = []
+        for layout in layouts(spec):
+            ranks_out = layout.train_ranks_per_node * spec.hardware.num_nodes
+            splits = batch_splits(self.run.spec, ranks_in, ranks_out, math.batch_scale)
+            if not splits:
+                continue
+            base = apply(spec, layout.overrides)
+            probe_plan = self.ctx.plan(base)
+            self.stats.plans += 1
+            for sleeping in (False, True) if layout.colocated else (False,):
+                fs = factors(base, self.run.arch, layout, sleeping, splits, probe_plan.shape.seq_len, probe_plan.shape.vllm_max_num_seqs)
+                label = f"{math.label}; {layout.label}" + ("; engine sleeps between rollouts" if sleeping else "")
+                out.append((label, apply(base, {}), Region(self.ctx, base, fs)))
+        return out
+
+    def candidates(self, math: MathSetting) -> list[tuple[float, Overrides, str]]:
+        found = []
+        for label, _, region in self.regions(math):
+            region.verify()
+            self.stats.regions += 1
+            self.stats.plans += region.num_plans
+            if self.lam is None:
+                self.lam = CHANGE_COST_FRACTION * _fastest(region)
+            base_overrides = {**math.overrides, **_region_overrides(region, self.run.spec)}
+            base_changes = len(changed(self.run.spec, base_overrides))
+            for score, _, _, choice in search_region(region, self.lam, CANDIDATES_PER_REGION, self.stats.counts):
+                overrides = {**base_overrides, **region.overrides(choice)}
+                overrides.update(_tidy_overrides(region, self.run.spec, overrides))
+                found.append((score + self.lam * base_changes, overrides, label))
+        return sorted(found, key=lambda f: f[0])
+
+    def recheck(self, overrides: Overrides, label: str) -> Choice | None:
+        changes = changed(self.run.spec, overrides)
+        try:
+            data = spec_data(self.raw, changes)
+            run = resolve(parse_spec(data), self.base_dir)
+        except InputError:
+            return None
+        plan = self.ctx.plan(run.spec)
+        self.stats.plans += 1
+        self.stats.rechecked += 1
+        if min(slack_vector(plan, self.options.margin)) < 0:
+            return None
+        return Choice(run, data, plan, estimate_plan(plan, self.ctx.perf), changes, label)
+
+    def winners(self, found: list[tuple[float, Overrides, str]]) -> list[Choice]:
+        """Re-plan in score order. The first fit is the best; alternatives are the best fit of
+        every other region (layout, sleep), then of every other kind (sharding, offload,
+        recompute) within a region."""
+        checked: dict[int, Choice | None] = {}
+
+        def pick(kind_of, out: list[tuple[int, Choice]]) -> None:
+            seen = {kind_of(i) for i, _ in out}
+            for i, (_, overrides, label) in enumerate(found):
+                if len(out) > self.options.top_k or (i not in checked and self.stats.rechecked >= RECHECK_BUDGET):
+                    return
+                if kind_of(i) in seen:
+                    continue
+                if i not in checked:
+                    checked[i] = self.recheck(overrides, label)
+                if checked[i] is not None:
+                    seen.add(kind_of(i))
+                    out.append((i, checked[i]))
+
+        out: list[tuple[int, Choice]] = []
+        pick(lambda i: found[i][2], out)
+        pick(lambda i: _kind(apply(self.run.spec, found[i][1]), found[i][2]), out)
+        best, rest = out[:1], sorted(out[1:], key=lambda ic: ic[0])
+        return [c for _, c in best + rest]
+
+
+def _kind(spec: RunSpec, region: str) -> tuple[Any, ...]:
+    d = spec.distribution
+    return (region, d.strategy, d.offload_params, d.offload_optimizer, spec.gradient_checkpointing)
+
+
+REGION_FIELDS = ("rollout.engine", "rollout.num_gpus", "placement.groups", "rollout.sleep_level",
+                 "rollout.offload_model", "rollout.offload_optimizer")
+
+
+def _region_overrides(region: Region, spec: RunSpec) -> Overrides:
+    """The region's layout fields that differ from the input."""
+    out = {}
+    for key in REGION_FIELDS:
+        section, leaf = key.split(".")
+        value = getattr(getattr(region.base, section), leaf)
+        if plain(value) != plain(getattr(getattr(spec, section), leaf)):
+            out[key] = value
+    return out
+
+
+def _tidy_overrides(region: Region, spec: RunSpec, overrides: Overrides) -> Overrides:
+    """Effect-free changes that keep the written spec free of fields it would ignore: offload
+    during rollout off when the engine does not sleep, `num_gpus` back to its default when
+    vLLM no longer has GPUs of its own (key removed). They change no plan and cost no score."""
+    final = apply(spec, overrides)
+    ro, out = final.rollout, {}
+    if ro.engine == RolloutEngine.vllm_colocate and ro.sleep_level == 0:
+        out.update({k: False for k in ("rollout.offload_model", "rollout.offload_optimizer") if getattr(ro, k.split(".")[1])})
+    if ro.engine != RolloutEngine.vllm_separate and "num_gpus" in spec.rollout.model_fields_set:
+        out["rollout.num_gpus"] = None
+    return out
+
+
+def _fastest(region: Region) -> float:
+    train = min(region.train_seconds(s, w) for s in range(len(region.factors[0].options)) for w in range(len(region.factors[1].options)))
+    engine = region.engine_seconds(tuple(region.base_index[2:]))
+    return train + (engine if engine != float("inf") else 0.0)
+
+
+def fit(run: ResolvedRun, raw: dict[str, Any], base_dir: Path, options: FitOptions) -> FitResult:
+    start = time.perf_counter()
+    search = _Search(run, raw, base_dir, options)
+    input_plan = search.ctx.plan(run.spec)
+    chosen: list[Choice] = []
+    for level, settings in enumerate(math_levels(run.spec, run.arch, options.allow)):
+        found = sorted((c for math in settings for c in search.candidates(math)), key=lambda f: f[0])
+        chosen = search.winners(found)
+        search.stats.math_level = level
+        if chosen:
+            break
+    search.stats.seconds = time.perf_counter() - start
+    return FitResult(
+        input_run=run, input_plan=input_plan, input_estimate=estimate_plan(input_plan, search.ctx.perf),
+        margin=options.margin, allowed=options.allow, best=chosen[0] if chosen else None, alternatives=tuple(chosen[1:]),
+        stats=search.stats, notes=tuple(search.notes),
+    )
+
+
+def fit_file(path: str | Path, options: FitOptions) -> FitResult:
+    """`fit` on a spec file (its YAML is kept so results can be written as edits of it)."""
+    p = Path(path)
+    run = load_run(p)
+    return fit(run, read_yaml(p), p.resolve().parent, options)

@@ -1,0 +1,184 @@
+"""The knobs `fit` may turn, grouped into factors, and the math-changing moves it may allow.
+
+Memory knobs keep the training maths: how the batch is split (micro-batch vs accumulation),
+sharding and offload, recomputation, the logits kernel, and the vLLM engine's budget and
+shape. They are grouped so that a factor's effect on every memory constraint and on the step
+time adds to the others' (`fit.probe` checks that): training states, training work, engine
+shape, CUDA graphs, engine utilization.
+
+Math knobs (`--allow`) change what is trained and move only when allowed: LoRA rank, sequence
+lengths, completions per prompt (with the prompts per step kept), image size, KL beta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..catalog.models import ModelArch
+from ..memory import constants as MC
+from ..spec.run import FinetuneMethod, LogitsMode, RolloutEngine, RunSpec, Strategy
+from .layouts import Layout
+from .overrides import Overrides, changed
+
+MATH_KNOBS = ("lora_rank", "lengths", "num_generations", "max_pixels", "beta")
+"""Values of `--allow`."""
+MATH_STEPS = (Fraction(3, 4), Fraction(1, 2), Fraction(1, 4))
+"""Fractions a length or a completion count is cut to, mildest first."""
+UTILIZATIONS = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))
+"""gpu_memory_utilization values tried: 0.30 … 0.95."""
+MAX_NUM_SEQS = (256, 128, 64)
+"""max_num_seqs values tried below the engine's current one (a smaller profile sampler)."""
+SHARDED = (Strategy.zero3, Strategy.fsdp)
+
+
+@dataclass(frozen=True)
+class Option:
+    overrides: Overrides
+    num_changes: int
+
+
+@dataclass(frozen=True)
+class Factor:
+    name: str
+    side: str
+    """"train" or "engine": which step-time terms it moves (perf.step.ENGINE_TERMS)."""
+    options: tuple[Option, ...]
+
+
+@dataclass(frozen=True)
+class MathSetting:
+    label: str
+    overrides: Overrides = field(default_factory=dict)
+    batch_scale: Fraction = Fraction(1)
+    """Completions per step × this (num_generations cut with the prompts per step kept)."""
+
+
+def _options(spec: RunSpec, variants: list[Overrides]) -> tuple[Option, ...]:
+    return tuple(Option(v, len(changed(spec, v))) for v in variants)
+
+
+def states_factor(spec: RunSpec, layout: Layout, sleeping: bool) -> Factor:
+    """Sharding, offload, and (colocated with a sleeping engine) offload during rollout."""
+    variants = []
+    for strategy in Strategy:
+        for params in (False, True) if strategy in SHARDED else (False,):
+            for optimizer in (False,) if strategy == Strategy.ddp else (False, True):
+                variants.append({"distribution.strategy": strategy, "distribution.offload_params": params,
+                                 "distribution.offload_optimizer": optimizer})
+    if layout.colocated and sleeping:
+        variants = [{**v, "rollout.offload_model": m, "rollout.offload_optimizer": o}
+                    for v in variants for m in (False, True) for o in (False, True)]
+    return Factor("states", "train", _options(spec, variants))
+
+
+def work_factor(spec: RunSpec, splits: list[Overrides]) -> Factor:
+    """Batch split × recomputation × logits kernel (fp32 logits only if already chosen)."""
+    modes = [spec.logits] + [m for m in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused) if m != spec.logits]
+    variants = [{**split, "gradient_checkpointing": gc, "logits": mode}
+                for split in splits for gc in (True, False) for mode in modes]
+    return Factor("work", "train", _options(spec, variants))
+
+
+def _tensor_parallel_sizes(arch: ModelArch, gpus: int) -> list[int]:
+    """Sizes vLLM accepts: divide the heads; divide or be a multiple of the KV heads
+    (spec.load.check_against_arch)."""
+    heads, kv = arch.num_attention_heads, arch.num_kv_heads
+    return [t for t in range(1, gpus + 1) if heads % t == 0 and (kv % t == 0 or t % kv == 0)]
+
+
+def engine_factor(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool, seq_tokens: int, default_max_num_seqs: int) -> Factor:
+    """TP × max_num_seqs × sleep level × max_model_len (cut to the run's longest sequence)."""
+    ro = spec.rollout
+    tps = _tensor_parallel_sizes(arch, layout.vllm_gpus_per_node)
+    current = ro.max_num_seqs or default_max_num_seqs
+    seqs = [ro.max_num_seqs] + [n for n in MAX_NUM_SEQS if n < current]
+    lens = [ro.max_model_len] + ([None] if ro.max_model_len is not None and ro.max_model_len > seq_tokens else [])
+    sleeps = (_sleep_levels(spec) if sleeping else (0,)) if layout.colocated else (None,)
+    variants = []
+    for tp in tps:
+        for n in seqs:
+            for length in lens:
+                for level in sleeps:
+                    v = {"rollout.tensor_parallel_size": tp, "rollout.max_num_seqs": n, "rollout.max_model_len": length}
+                    if level is not None:
+                        v["rollout.sleep_level"] = level
+                    variants.append(v)
+    return Factor("engine", "engine", _options(spec, variants))
+
+
+def _sleep_levels(spec: RunSpec) -> tuple[int, ...]:
+    """Level 2 frees as much GPU memory as level 1, holds no host copy and costs no copy time,
+    so it is the one tried — and level 1 when the input has it (LoRA-only weight syncs need
+    the base kept, which the spec cannot tell)."""
+    return (1, 2) if spec.rollout.sleep_level == 1 else (2,)
+
+
+def eager_factor(spec: RunSpec) -> Factor:
+    return Factor("cuda_graphs", "engine", _options(spec, [{"rollout.enforce_eager": e} for e in (False, True)]))
+
+
+def utilization_factor(spec: RunSpec) -> Factor:
+    values = sorted({*UTILIZATIONS, spec.rollout.gpu_memory_utilization})
+    return Factor("utilization", "engine", _options(spec, [{"rollout.gpu_memory_utilization": u} for u in values]))
+
+
+def factors(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool, splits: list[Overrides],
+            seq_tokens: int, default_max_num_seqs: int) -> tuple[Factor, ...]:
+    out = [states_factor(spec, layout, sleeping), work_factor(spec, splits)]
+    if spec.rollout.engine != RolloutEngine.hf:
+        out += [engine_factor(spec, arch, layout, sleeping, seq_tokens, default_max_num_seqs),
+                eager_factor(spec), utilization_factor(spec)]
+    return tuple(out)
+
+
+# --- math-changing moves -----------------------------------------------------------------------
+
+def _cut(value: int, step: Fraction, floor: int = 1) -> int:
+    return max(floor, int(value * step))
+
+
+def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSetting]]:
+    """Per step (mildest first), the alternative settings of one allowed knob."""
+    steps: list[list[MathSetting]] = []
+    if knob == "lora_rank" and spec.finetune.method != FinetuneMethod.full:
+        r = spec.finetune.lora_rank
+        steps = [[MathSetting(f"lora_rank {_cut(r, s)}", {"finetune.lora_rank": _cut(r, s)})] for s in MATH_STEPS if _cut(r, s) < r]
+    elif knob == "lengths":
+        p, c = spec.lengths.max_prompt_tokens, spec.lengths.max_completion_tokens
+        steps = [[MathSetting(f"max_completion_tokens {_cut(c, s)}", {"lengths.max_completion_tokens": _cut(c, s)}),
+                  MathSetting(f"max_prompt_tokens {_cut(p, s)}", {"lengths.max_prompt_tokens": _cut(p, s)})] for s in MATH_STEPS]
+    elif knob == "num_generations" and spec.batch.num_generations > 2:
+        g = spec.batch.num_generations
+        cuts = sorted({_cut(g, s, 2) for s in MATH_STEPS if _cut(g, s, 2) < g}, reverse=True)
+        steps = [[MathSetting(f"num_generations {n}", {"batch.num_generations": n}, Fraction(n, g))] for n in cuts]
+    elif knob == "max_pixels" and arch.vision is not None and spec.vision.images_per_prompt > 0:
+        px = spec.vision.max_pixels or MC.QWEN_VL_MAX_PIXELS
+        low = spec.vision.min_pixels or MC.QWEN_VL_MIN_PIXELS
+        steps = [[MathSetting(f"max_pixels {int(px * s / 2)}", {"vision.max_pixels": int(px * s / 2)})]
+                 for s in MATH_STEPS if int(px * s / 2) >= low]
+    elif knob == "beta" and spec.kl_beta > 0:
+        steps = [[MathSetting("kl_beta 0 (no reference model)", {"kl_beta": 0.0})]]
+    return steps
+
+
+def _combined(settings: list[MathSetting]) -> MathSetting:
+    overrides, scale = {}, Fraction(1)
+    for s in settings:
+        overrides.update(s.overrides)
+        scale *= s.batch_scale
+    return MathSetting(" + ".join(s.label for s in settings), overrides, scale)
+
+
+def math_levels(spec: RunSpec, arch: ModelArch, allow: frozenset[str]) -> list[list[MathSetting]]:
+    """Level 0 keeps the maths; level k tries each allowed knob at its k-th cut alone and, with
+    two or more knobs, all of them cut together. `fit` stops at the first level that fits."""
+    levels = [[MathSetting("maths unchanged")]]
+    per_knob = {k: _knob_steps(spec, arch, k) for k in MATH_KNOBS if k in allow}
+    for k in range(len(MATH_STEPS)):
+        singles = [alt for steps in per_knob.values() if k < len(steps) for alt in steps[k]]
+        firsts = [steps[min(k, len(steps) - 1)][0] for steps in per_knob.values() if steps]
+        level = singles + ([_combined(firsts)] if len(firsts) > 1 else [])
+        if level:
+            levels.append(level)
+    return levels

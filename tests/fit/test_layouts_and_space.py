@@ -1,0 +1,73 @@
+"""Layouts keep the GPU count, batch splits keep the maths, math moves exist only when allowed."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from oomless.catalog.models import load_model
+from oomless.fit.layouts import batch_splits, layouts
+from oomless.fit.overrides import apply, changed
+from oomless.fit.space import math_levels
+from oomless.spec.load import load_run, parse_spec
+from oomless.spec.run import Role
+from tests.helpers import BASE_SPEC, EXAMPLES, merged
+
+
+def _spec(**overrides: object):
+    return parse_spec(merged(BASE_SPEC, **overrides))
+
+
+def test_batch_splits_keep_completions_per_step_and_per_rollout() -> None:
+    spec = _spec(**{"batch.micro_batch_size": 2, "batch.gradient_accumulation_steps": 8, "batch.steps_per_generation": 16})
+    splits = batch_splits(spec, ranks_in=4, ranks_out=2)
+    assert splits, "2 ranks divide 64 completions"
+    for s in splits:
+        assert 2 * s["batch.micro_batch_size"] * s["batch.gradient_accumulation_steps"] == 4 * 2 * 8
+        assert s["batch.steps_per_generation"] == 2 * s["batch.gradient_accumulation_steps"]
+    assert [s["batch.micro_batch_size"] for s in splits] == sorted((s["batch.micro_batch_size"] for s in splits), reverse=True)
+
+
+def test_a_rank_count_that_does_not_divide_the_batch_is_refused() -> None:
+    spec = _spec(**{"batch.micro_batch_size": 2, "batch.gradient_accumulation_steps": 8})
+    assert batch_splits(spec, ranks_in=4, ranks_out=3) == []  # 64 completions over 3 ranks
+
+
+def test_num_generations_scale_keeps_the_prompts_per_step() -> None:
+    spec = _spec(**{"batch.micro_batch_size": 2, "batch.gradient_accumulation_steps": 8, "batch.num_generations": 8})
+    splits = batch_splits(spec, 4, 4, Fraction(4, 8))
+    assert {s["batch.micro_batch_size"] * s["batch.gradient_accumulation_steps"] for s in splits} == {8}
+
+
+def test_layouts_keep_the_total_gpu_count_and_start_with_the_input() -> None:
+    run = load_run(EXAMPLES / "seeds" / "s1-before.yaml")
+    found = layouts(run.spec)
+    assert found[0].overrides == {}
+    for layout in found:
+        assert sum(g.gpus_per_node for g in layout.groups) == run.spec.hardware.gpus_per_node
+        assert any(Role.vllm in g.roles for g in layout.groups)
+    assert len({layout.groups for layout in found}) == len(found)
+
+
+def test_hf_generate_runs_keep_their_engine() -> None:
+    run = load_run(EXAMPLES / "seeds" / "s3-before.yaml")
+    assert [layout.label for layout in layouts(run.spec)] == ["as given"]
+
+
+def test_math_moves_only_with_allow() -> None:
+    spec = _spec(**{"finetune.method": "lora", "finetune.lora_rank": 16, "kl_beta": 0.04})
+    arch = load_model(spec.model)
+    assert len(math_levels(spec, arch, frozenset())) == 1
+    levels = math_levels(spec, arch, frozenset({"lora_rank"}))
+    moved = {path for level in levels[1:] for setting in level for path in setting.overrides}
+    assert moved == {"finetune.lora_rank"}
+    beta = math_levels(spec, arch, frozenset({"beta"}))
+    assert beta[1][0].overrides == {"kl_beta": 0.0}
+
+
+def test_apply_copies_and_changed_lists_only_differences() -> None:
+    spec = _spec()
+    new = apply(spec, {"distribution.strategy": "zero2", "gradient_checkpointing": spec.gradient_checkpointing})
+    assert spec.distribution.strategy.value == "zero3"  # the input is untouched
+    assert changed(spec, {"distribution.strategy": "zero2", "gradient_checkpointing": spec.gradient_checkpointing}) == {
+        "distribution.strategy": ("zero3", "zero2")}
+    assert new.distribution.strategy == "zero2"
