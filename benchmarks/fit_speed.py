@@ -55,7 +55,7 @@ def _region(spec_path: Path) -> tuple[Any, Any, float]:
     start = time.perf_counter()
     regions = search.regions(math_levels(run.spec, run.arch, frozenset())[0][0])
     build = time.perf_counter() - start
-    region = max(regions, key=lambda r: _space(r[2]))[2]  # the largest region
+    region = max(regions, key=lambda r: _space(r[1]))[1]  # the largest region
     return search, region, build / len(regions)
 
 

@@ -22,7 +22,7 @@ def _regions(name: str):
     path = EXAMPLES / name
     run = load_run(path)
     search = _Search(run, read_yaml(path), path.parent, FitOptions(margin=Margin(fraction=0.05)))
-    return search, [region for _, _, region in search.regions(math_levels(run.spec, run.arch, frozenset())[0][0])]
+    return search, [region for _, region in search.regions(math_levels(run.spec, run.arch, frozenset())[0][0])]
 
 
 @pytest.mark.parametrize("name", SEEDS)

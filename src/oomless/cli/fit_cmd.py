@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
+
+if TYPE_CHECKING:
+    from ..fit.probe import Margin
+    from ..spec.run import RunSpec
 
 DEFAULT_MARGIN_FRACTION = 0.05
 """Without --margin/--margin-fraction every constraint keeps 5 % of its device's capacity free
@@ -23,17 +28,22 @@ DEFAULT_MARGIN_FRACTION = 0.05
 
 def fit_command(
     spec: Path = typer.Argument(..., help="Run spec (YAML)."),
-    margin: float = typer.Option(None, "--margin", help="GiB every GPU and host constraint must keep free."),
+    margin: float = typer.Option(None, "--margin", metavar="GIB", help="GiB every GPU and host constraint must keep free."),
     margin_fraction: float = typer.Option(
-        None, "--margin-fraction", help="Fraction of each device's capacity to keep free (default 0.05)."
+        None, "--margin-fraction", metavar="F", help="Fraction of each device's capacity to keep free (default 0.05)."
     ),
     allow: list[str] = typer.Option(
-        None, "--allow", help="Let a math-changing knob move (repeatable): lora_rank, lengths, num_generations, max_pixels, beta."
+        None, "--allow", metavar="KNOB",
+        help="Let a math-changing knob move (repeatable): lora_rank, lengths, num_generations, max_pixels, beta.",
     ),
-    top: int = typer.Option(5, "--top", help="Alternatives to list after the best configuration."),
-    write: Path = typer.Option(None, "--write", help="Save the best configuration as a new spec YAML (never overwrites)."),
+    top: int = typer.Option(5, "--top", metavar="K", help="Alternatives to list after the best configuration."),
+    write: Path = typer.Option(
+        None, "--write", metavar="FILE", help="Save the best configuration as a new spec YAML (never overwrites an existing file)."
+    ),
     export: str = typer.Option(
-        None, "--export", help="Also emit the best configuration for a framework (swift, trl, verl, easyr1, openrlhf, orz)."
+        None, "--export", metavar="FRAMEWORK",
+        help="Also emit the best configuration for a framework (swift, trl, verl, easyr1, openrlhf, orz) into "
+        "FILE-FRAMEWORK/ next to --write, else SPEC-fit-FRAMEWORK/ in the current directory.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as a JSON document."),
 ) -> None:
@@ -80,7 +90,7 @@ def fit_command(
     run_guarded(body)
 
 
-def _margin(gib: float | None, fraction: float | None):  # noqa: ANN202 - Margin is imported lazily
+def _margin(gib: float | None, fraction: float | None) -> Margin:
     from ..fit.probe import Margin
     from ..units import gib_to_bytes
 
@@ -96,7 +106,7 @@ def _margin(gib: float | None, fraction: float | None):  # noqa: ANN202 - Margin
     return Margin(fraction=fraction)
 
 
-def _margin_text(margin) -> str:  # noqa: ANN001
+def _margin_text(margin: Margin) -> str:
     from ..units import format_bytes
 
     if margin.num_bytes:
@@ -117,7 +127,7 @@ def _top(k: int) -> int:
     return k
 
 
-def _export(framework: str, spec, source: Path, write: Path | None) -> list[Path]:  # noqa: ANN001
+def _export(framework: str, spec: RunSpec, source: Path, write: Path | None) -> list[Path]:
     from ..adapters import export_native
 
     out_dir = write.with_name(f"{write.stem}-{framework}") if write is not None else Path.cwd() / f"{source.stem}-fit-{framework}"

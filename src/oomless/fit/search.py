@@ -124,7 +124,7 @@ class _Search:
         self.stats = SearchStats()
         self.lam: float | None = None
 
-    def regions(self, math: MathSetting) -> list[tuple[str, RunSpec, Region]]:
+    def regions(self, math: MathSetting) -> list[tuple[str, Region]]:
         spec = apply(self.run.spec, math.overrides)
         ranks_in = layouts(self.run.spec)[0].train_ranks_per_node * spec.hardware.num_nodes
         out = []
@@ -139,12 +139,12 @@ class _Search:
             for sleeping in (False, True) if layout.colocated else (False,):
                 fs = factors(base, self.run.arch, layout, sleeping, splits, probe_plan.shape.seq_len, probe_plan.shape.vllm_max_num_seqs)
                 label = f"{math.label}; {layout.label}" + ("; engine sleeps between rollouts" if sleeping else "")
-                out.append((label, apply(base, {}), Region(self.ctx, base, fs)))
+                out.append((label, Region(self.ctx, base, fs)))
         return out
 
     def candidates(self, math: MathSetting) -> list[tuple[float, Overrides, str]]:
         found = []
-        for label, _, region in self.regions(math):
+        for label, region in self.regions(math):
             region.verify()
             self.stats.regions += 1
             self.stats.plans += region.num_plans
