@@ -25,6 +25,8 @@ MATH_KNOBS = ("lora_rank", "lengths", "num_generations", "max_pixels", "beta")
 """Values of `--allow`."""
 MATH_STEPS = (Fraction(3, 4), Fraction(1, 2), Fraction(1, 4))
 """Fractions a length or a completion count is cut to, mildest first."""
+PIXEL_STEPS = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 8))
+"""Fractions the largest image area is cut to (each halves the image tokens again)."""
 UTILIZATIONS = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))
 """gpu_memory_utilization values tried: 0.30 … 0.95."""
 MAX_NUM_SEQS = (256, 128, 64)
@@ -155,8 +157,8 @@ def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSett
     elif knob == "max_pixels" and arch.vision is not None and spec.vision.images_per_prompt > 0:
         px = spec.vision.max_pixels or MC.QWEN_VL_MAX_PIXELS
         low = spec.vision.min_pixels or MC.QWEN_VL_MIN_PIXELS
-        steps = [[MathSetting(f"max_pixels {int(px * s / 2)}", {"vision.max_pixels": int(px * s / 2)})]
-                 for s in MATH_STEPS if int(px * s / 2) >= low]
+        steps = [[MathSetting(f"max_pixels {int(px * s)}", {"vision.max_pixels": int(px * s)})]
+                 for s in PIXEL_STEPS if int(px * s) >= low]
     elif knob == "beta" and spec.kl_beta > 0:
         steps = [[MathSetting("kl_beta 0 (no reference model)", {"kl_beta": 0.0})]]
     return steps
