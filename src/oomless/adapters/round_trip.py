@@ -1,0 +1,55 @@
+"""Comparing a spec with what an exported config reads back to (the exporters' self-check).
+
+Two specs can say the same thing in two spellings: a None that the planner fills in, or a
+value written out. `same_spec_dict` writes those defaults out so `first_difference` compares
+meanings; used by the swift and trl exporters and their tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def image_tokens(spec: Any, arch: Any) -> int:
+    """LLM tokens the images of one prompt add, worst case (as the planner counts them)."""
+    from ..planner.vision_terms import image_tokens_per_prompt
+
+    return image_tokens_per_prompt(spec, arch)
+
+
+def same_spec_dict(spec: Any, arch: Any) -> dict[str, Any]:
+    """A spec (RunSpec or dict) as a JSON dict with defaults that mean the same written out:
+    `rollout.max_model_len` None is prompt + image + completion tokens (planner.shape), and
+    `rollout.weight_sync_batches` None is 1 (the whole model) when LoRA is merged for the sync
+    (planner.gpu_phases.sync_gather_bytes)."""
+    from ..spec.load import parse_spec
+
+    run = parse_spec(spec) if isinstance(spec, Mapping) else spec
+    out = run.model_dump(mode="json")
+    rollout = out["rollout"]
+    if rollout["max_model_len"] is None:
+        rollout["max_model_len"] = run.max_sequence_tokens + image_tokens(run, arch)
+    if rollout.get("weight_sync_batches", 0) is None and out["finetune"]["method"] != "full":
+        rollout["weight_sync_batches"] = 1
+    return out
+
+
+def first_difference(expected: Mapping[str, Any], actual: Mapping[str, Any], prefix: str = "") -> str | None:
+    """The dotted name of the first key whose values differ, or None."""
+    for key in list(expected) + [k for k in actual if k not in expected]:
+        left, right = expected.get(key), actual.get(key)
+        if isinstance(left, Mapping) and isinstance(right, Mapping):
+            found = first_difference(left, right, f"{prefix}{key}.")
+            if found:
+                return found
+        elif left != right:
+            return f"{prefix}{key}"
+    return None
+
+
+def value_at(tree: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node

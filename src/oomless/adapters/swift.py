@@ -1,0 +1,371 @@
+"""ms-swift GRPO (`swift rlhf --rlhf_type grpo`): a launch script → spec, and a spec → a script.
+
+Input: a shell script or one command line (parsed by `common.parse_shell`: continuations,
+`VAR=value`, `export`, `$(expr …)`/`$((…))`). The `swift rlhf` command is the run; its environment
+gives `NPROC_PER_NODE` (training processes per node, default 1), `NNODES`, `CUDA_VISIBLE_DEVICES`,
+`MAX_PIXELS`/`MIN_PIXELS`. A `swift rollout` command in the same script is the vLLM server of
+`--vllm_mode server`. The ms-swift and vLLM versions come from a comment line
+`# oomless: ms-swift==3.4 vllm==0.8.5` (default: ms-swift 4.6 and the vLLM of its time, see
+`swift_flags.Profile`); the GPU type and host RAM from `--gpu`/`--host-ram`.
+
+Layouts (where vLLM runs):
+- ms-swift >= 3.5: `--vllm_mode colocate` (one engine per training rank, in its process) or
+  `server` (a `swift rollout` on GPUs of its own: its CUDA_VISIBLE_DEVICES, or the GPUs beyond
+  NPROC_PER_NODE given by `--gpus-per-node`).
+- ms-swift 3.2-3.4: `--num_infer_workers` equal to NPROC_PER_NODE colocates an engine per rank;
+  the default 1 puts one engine on `--vllm_device` (auto: the last visible GPU). If training
+  uses that GPU too, the engine shares it with the last rank (its own process); otherwise vLLM
+  has the GPU to itself.
+
+Assumes (besides `swift_flags`' sources): `--max_length` bounds prompt + image tokens +
+completion (the seeds' reading), unset it is the model's `max_position_embeddings`; one image per
+prompt at MAX_PIXELS; `--torch_dtype` unset means bf16. Export writes the newest ms-swift
+version whose script reads back to the same spec, and checks that it does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..catalog.models import ModelArch, load_model
+from ..errors import InputError
+from ..memory import constants as MC
+from ..memory import vision as VZ
+from . import swift_flags as SF
+from . import swift_layout
+from .swift_layout import Run
+from .args import FlagReader, hf_optimizer
+from .common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
+from .deepspeed_json import distribution_from_deepspeed
+
+SUPPORTED_VERSIONS = ">=3.2,<5"
+"""ms-swift releases whose defaults this adapter applies (3.2-3.4 num_infer_workers layouts,
+3.5+ vllm_mode, 4.x tuner_type and swift/config presets); sources in `swift_flags`."""
+
+ReadFile = Callable[[str], str]
+
+
+def import_config(path: Path, hardware: Any) -> Any:
+    from . import ImportResult
+
+    text = read_text(path)
+    spec, ignored, notes = import_text(text, path.resolve().parent, hardware, str(path))
+    return ImportResult(spec, tuple(ignored), tuple(notes))
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    from .swift_export import export_files
+    from .common import write_new_files
+
+    return write_new_files({out_dir / name: text for name, text in export_files(spec).items()}, force)
+
+
+# --- import ----------------------------------------------------------------------------------
+
+def import_text(text: str, base_dir: Path, hardware: Any, source: str,
+                overlay: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+    """A script's text → (spec dict, ignored lines, notes). ``overlay`` maps file names next to
+    the script to their text (export checks a script before writing its files)."""
+    if hardware.gpu is None:
+        raise InputError("--gpu", "required with --from swift: the script does not name the GPU type")
+    directives = read_directives(text)
+    profile, vllm, notes = _versions(directives)
+    commands = parse_shell(text, source)
+    rlhf, rollout = _find_commands(commands, source)
+    parsed = parse_flags(rlhf.argv[2:], source)
+    gated = _gate(parsed, profile)
+    flags = FlagReader(parsed, f"ms-swift {version_text(profile.version)}")
+    flags.ignored.extend(gated)
+
+    def read(name: str) -> str:
+        if overlay is not None and name in overlay:
+            return overlay[name]
+        candidate = Path(name) if Path(name).is_absolute() else base_dir / name
+        if not candidate.exists() and Path(name).exists():
+            candidate = Path(name)
+        return read_text(candidate)
+
+    run = swift_layout.Run(profile, vllm, flags, rlhf.env, _arch(flags, base_dir), notes)
+    rlhf_type = flags.str("rlhf_type", "dpo")
+    if rlhf_type != "grpo":
+        raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo runs (ms-swift's default is dpo)")
+    spec = _spec(run, rollout, hardware, read)
+    ignored = flags.leftover(SF.NO_MEMORY_EFFECT)
+    return spec, ignored, notes
+
+
+def _versions(directives: Mapping[str, str]) -> tuple[SF.Profile, tuple[int, ...], list[str]]:
+    notes: list[str] = []
+    unknown = sorted(set(directives) - {"ms-swift", "vllm"})
+    if unknown:
+        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: ms-swift, vllm")
+    if "ms-swift" in directives:
+        version = parse_version("ms-swift version", directives["ms-swift"])
+        if not SF.MIN_VERSION <= version < SF.MAX_VERSION:
+            raise InputError("ms-swift version", f"{directives['ms-swift']} is not supported; supported: {SUPPORTED_VERSIONS}")
+    else:
+        version = SF.LATEST
+        notes.append(f"ms-swift {version_text(version)} assumed (add `# oomless: ms-swift==X.Y` to the script)")
+    profile = SF.Profile(version)
+    vllm = parse_version("vllm version", directives["vllm"]) if "vllm" in directives else profile.default_vllm
+    if "vllm" not in directives:
+        notes.append(f"vLLM {version_text(vllm)} assumed for ms-swift {version_text(version)} (add `vllm==X.Y` to the directive)")
+    return profile, vllm, notes
+
+
+def _gate(flags: dict[str, list[str]], profile: SF.Profile) -> list[str]:
+    """Drop flags the stated ms-swift version does not have (its parser would reject them)."""
+    lines = []
+    for name in list(flags):
+        first, gone, _ = SF.FLAGS.get(name, (SF.MIN_VERSION, None, ""))
+        if name in ("train_type", "tuner_type") or first <= profile.version and (gone is None or profile.version < gone):
+            continue
+        del flags[name]
+        span = f"{version_text(first)}" + (f" to before {version_text(gone)}" if gone else " on")
+        lines.append(f"--{name}: not a flag of ms-swift {version_text(profile.version)} (it exists from {span})")
+    return lines
+
+
+def _find_commands(commands: list[ShellCommand], source: str) -> tuple[ShellCommand, ShellCommand | None]:
+    def sub(cmd: ShellCommand) -> tuple[str, str]:
+        return Path(cmd.argv[0]).name, (cmd.argv[1] if len(cmd.argv) > 1 else "")
+
+    if any(sub(c) == ("megatron", "rlhf") for c in commands):
+        raise InputError(source, "`megatron rlhf` (Megatron-SWIFT) is not supported; use `swift rlhf`")
+    rlhf = [c for c in commands if sub(c) == ("swift", "rlhf")]
+    if not rlhf:
+        raise InputError(source, "no `swift rlhf` command found")
+    if len(rlhf) > 1:
+        raise InputError(source, f"{len(rlhf)} `swift rlhf` commands (lines {', '.join(str(c.line) for c in rlhf)}); give one")
+    rollout = [c for c in commands if sub(c) == ("swift", "rollout")]
+    return rlhf[0], (rollout[0] if rollout else None)
+
+
+def _arch(flags: FlagReader, base_dir: Path) -> ModelArch:
+    model = flags.str("model")
+    if model is None:
+        raise InputError("--model", "required: the model id or path")
+    local = base_dir / model
+    try:
+        return load_model(str(local) if not Path(model).is_absolute() and local.exists() else model)
+    except InputError as err:
+        raise InputError("--model", err.message) from None
+
+
+def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile) -> dict[str, Any]:
+    f = run.flags
+    spec: dict[str, Any] = {"model": f.str("model")}
+    finetune, method = _finetune(f, run.profile)
+    distribution, half, ds_optimizer, keeps_master = _distribution(f, run.profile, read)
+    spec["finetune"] = finetune
+    spec["distribution"] = distribution
+    spec["precision"] = _precision(f, half, keeps_master, method, run.notes)
+    optim = f.str("optim")
+    optimizer = hf_optimizer("--optim", optim) if optim else hf_optimizer("deepspeed optimizer", ds_optimizer or "adamw")
+    if optimizer != "adamw":
+        spec["optimizer"] = optimizer
+    spec["gradient_checkpointing"] = f.bool("gradient_checkpointing", True)
+    attn = f.str("attn_impl")
+    if attn is not None and attn.lower() != "none":
+        if attn not in SF.ATTENTION:
+            raise InputError("--attn_impl", f"{attn!r} is not planned; allowed: {', '.join(SF.ATTENTION)}")
+        spec["attention"] = SF.ATTENTION[attn]
+    if f.bool("use_liger_kernel", False):
+        spec["logits"] = "fused"
+    beta = f.float("beta", 0.04)
+    spec["kl_beta"] = beta
+    estimator = f.str("advantage_estimator", "grpo")  # exists from 3.10 (gated)
+    if estimator not in ("grpo", "rloo"):
+        raise InputError("--advantage_estimator", f"{estimator!r} is not planned; allowed: grpo, rloo")
+    if estimator == "rloo":
+        spec["algorithm"] = "rloo"
+    reward = f.list("reward_model")
+    if reward:
+        spec["reward_model"] = {"model": reward[0]}
+    vision = _vision(run, method)
+    if vision:
+        spec["vision"] = vision
+    run.nproc = _int_env(run.env, "NPROC_PER_NODE", 1)
+    nodes = _int_env(run.env, "NNODES", 1)
+    layout = swift_layout.layout(run, rollout, hardware, method, beta, bool(reward))
+    spec["rollout"] = layout.rollout
+    if layout.placement:
+        spec["placement"] = layout.placement
+    spec["batch"] = _batch(run, nodes)
+    spec["lengths"] = _lengths(run, spec.get("vision", {}))
+    spec["hardware"] = _hardware(hardware, layout.gpus_per_node, nodes, run.env)
+    return spec
+
+
+def _int_env(env: Mapping[str, str], name: str, default: int) -> int:
+    return to_int(name, env[name], minimum=1) if env.get(name) else default
+
+
+def _finetune(f: FlagReader, profile: SF.Profile) -> tuple[dict[str, Any], str]:
+    name = profile.tuner_flag
+    other = "train_type" if name == "tuner_type" else "tuner_type"
+    kind = f.str(name) or f.str(other) or "lora"
+    if f.has(other):
+        f.ignored.append(f"--{other}: read as --{name} (ms-swift {version_text(profile.version)} spells it --{name})")
+    if kind not in ("full", *SF.LORA_TYPES):
+        raise InputError(f"--{name}", f"{kind!r} is not planned; allowed: full, lora (qlora: lora with --quant_bits 4)")
+    bits = f.int("quant_bits")
+    method = f.str("quant_method")
+    if bits is not None and bits != 4:
+        raise InputError("--quant_bits", f"{bits} is not planned; allowed: 4 (bnb NF4, QLoRA)")
+    if kind == "full":
+        if bits:
+            raise InputError("--quant_bits", "a quantized base needs --train_type lora")
+        for flag in ("lora_rank", "lora_alpha", "lora_dropout", "target_modules", "lora_dtype"):
+            f.ignore(flag, f"no effect: --{name} full")
+        return {"method": "full"}, "full"
+    if bits == 4 and method not in (None, "bnb"):
+        raise InputError("--quant_method", f"{method!r} is not planned; allowed: bnb")
+    targets = f.list("target_modules", ["all-linear"]) or ["all-linear"]
+    special = [t for t in targets if t.startswith("all-") and t != "all-linear"]
+    if special:
+        raise InputError("--target_modules", f"{special[0]!r} is not planned; allowed: all-linear or module names")
+    out = {
+        "method": "qlora" if bits == 4 else "lora",
+        "lora_rank": f.int("lora_rank", 8, minimum=1),
+        "lora_alpha": float(f.float("lora_alpha", 32.0)),
+        "lora_dropout": f.float("lora_dropout", 0.05),
+        "lora_targets": "all-linear" if "all-linear" in targets else targets,
+    }
+    return out, out["method"]
+
+
+def _distribution(f: FlagReader, profile: SF.Profile, read: ReadFile) -> tuple[dict[str, Any], str, str | None, bool]:
+    """(distribution keys, DeepSpeed half mode, DeepSpeed optimizer, whether DeepSpeed/FSDP runs)."""
+    preset = f.str("deepspeed")
+    fsdp = f.str("fsdp")
+    if fsdp:
+        offload = {"offload_params": True, "offload_optimizer": True} if "offload" in fsdp else {}
+        return {"strategy": "fsdp", **offload}, "auto", None, True
+    if preset is None or preset.lower() == "none":
+        return {"strategy": "ddp"}, "auto", None, False
+    if preset in profile.presets:
+        read_ds = distribution_from_deepspeed(profile.presets[preset], f"--deepspeed {preset}")
+        return read_ds.distribution, read_ds.half, None, True
+    if not preset.endswith(".json"):
+        raise InputError("--deepspeed", f"{preset!r} is not a preset ({', '.join(profile.presets)}) or a .json file")
+    try:
+        config = json.loads(read(preset))
+    except ValueError as err:
+        raise InputError(preset, f"malformed JSON: {err}") from None
+    read_ds = distribution_from_deepspeed(config, preset)
+    f.ignored.extend(read_ds.ignored)
+    return read_ds.distribution, read_ds.half, read_ds.optimizer, True
+
+
+def _precision(f: FlagReader, half: str, keeps_master: bool, method: str, notes: list[str]) -> str:
+    """fp16 → fp16_mixed; DeepSpeed (any stage, zero0 too) or FSDP keeps fp32 master weights →
+    bf16_mixed; plain DDP trains bf16 weights in bf16 (pure), and LoRA adapters in --lora_dtype
+    (None: the model's dtype, bf16; float32: mixed)."""
+    dtype = f.str("torch_dtype")
+    if dtype is None or dtype.lower() == "none":
+        notes.append("--torch_dtype unset: the model's config dtype, taken as bfloat16")
+        dtype = "bfloat16"
+    if dtype in ("float32", "fp32", "float"):
+        raise InputError("--torch_dtype", "float32 training is not planned; allowed: bfloat16, float16")
+    if dtype not in SF.TORCH_DTYPES:
+        raise InputError("--torch_dtype", f"{dtype!r} is not a dtype; allowed: bfloat16, float16")
+    lora_dtype = f.str("lora_dtype") if method != "full" else None
+    if lora_dtype not in (None, "bfloat16", "bf16", "float32", "fp32", "none", "None"):
+        raise InputError("--lora_dtype", f"{lora_dtype!r} is not planned; allowed: bfloat16, float32")
+    if half == "fp16" or SF.TORCH_DTYPES[dtype] == "fp16":
+        return "fp16_mixed"
+    if keeps_master or lora_dtype in ("float32", "fp32"):
+        return "bf16_mixed"
+    return "bf16"
+
+
+def _vision(run: Run, method: str) -> dict[str, Any]:
+    f, env, out = run.flags, run.env, {}
+    if run.arch.vision is None:
+        for name in ("freeze_vit", "vit_gradient_checkpointing", "vllm_limit_mm_per_prompt"):
+            f.ignore(name, f"no effect: {run.arch.name} has no vision tower")
+        return out
+    pixels = f.str("max_pixels") or env.get("MAX_PIXELS")
+    if pixels:
+        out["max_pixels"] = to_int("MAX_PIXELS", pixels, minimum=1)
+    if env.get("MIN_PIXELS"):
+        out["min_pixels"] = to_int("MIN_PIXELS", env["MIN_PIXELS"], minimum=1)
+    out["freeze_tower"] = f.bool("freeze_vit", True)
+    vit_gc = f.raw("vit_gradient_checkpointing")
+    if vit_gc is not None:
+        out["tower_gradient_checkpointing"] = f.bool("vit_gradient_checkpointing", True)
+    return out
+
+
+def _image_tokens(run: Run, vision: Mapping[str, Any]) -> int:
+    if run.arch.vision is None:
+        return 0
+    return VZ.max_image_tokens(run.arch.vision, max_pixels=vision.get("max_pixels") or MC.QWEN_VL_MAX_PIXELS,
+                               min_pixels=vision.get("min_pixels") or MC.QWEN_VL_MIN_PIXELS)
+
+
+def _lengths(run: Run, vision: Mapping[str, Any]) -> dict[str, int]:
+    f = run.flags
+    completion = f.int("response_length") or f.int("max_new_tokens") or f.int("max_completion_length", 512, minimum=1)
+    images = _image_tokens(run, vision)
+    max_length = f.int("max_length", minimum=1)
+    if max_length is None:
+        max_length = run.arch.max_position_embeddings
+        run.notes.append(f"--max_length unset: prompts bounded only by the model's {max_length} tokens; "
+                         "set --max_length to plan the prompts you use")
+    prompt = max_length - completion - images
+    if prompt < 1:
+        raise InputError("--max_length", f"{max_length} leaves no prompt beside max_completion_length {completion}"
+                         + (f" and {images} image tokens" if images else ""))
+    return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
+
+
+def _batch(run: Run, nodes: int) -> dict[str, Any]:
+    f = run.flags
+    micro = f.int("per_device_train_batch_size", 1, minimum=1)
+    accumulation = f.int("gradient_accumulation_steps", minimum=1)
+    if accumulation is None:
+        accumulation = 1
+        run.notes.append("--gradient_accumulation_steps unset: 1 (ms-swift's GRPO default)")
+    generations = f.int("num_generations", 8, minimum=1)
+    out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation,
+                           "num_generations": generations}
+    world = run.nproc * nodes
+    steps = f.int("steps_per_generation", minimum=1)
+    generation_batch = f.int("generation_batch_size", minimum=1)
+    if generation_batch is not None:
+        if steps is not None:
+            raise InputError("--generation_batch_size", "give it or --steps_per_generation, not both")
+        if generation_batch % (micro * world):
+            raise InputError("--generation_batch_size", f"{generation_batch} is not a multiple of "
+                             f"per_device_train_batch_size × processes = {micro * world}")
+        steps = generation_batch // (micro * world)
+    if steps is not None:
+        out["steps_per_generation"] = steps
+    if generations < 2:
+        raise InputError("--num_generations", f"{generations}: GRPO needs at least 2 completions per prompt (TRL's check)")
+    per_rollout = micro * world * ((steps or accumulation) if run.profile.generation_batch_divides else 1)
+    if per_rollout % generations:
+        raise InputError("--num_generations", f"{generations} does not divide the {per_rollout} completions of a "
+                         "generation batch (ms-swift/TRL reject this)")
+    return out
+
+
+# --- layouts ---------------------------------------------------------------------------------
+
+def _hardware(hw: Any, gpus_per_node: int | None, nodes: int, env: Mapping[str, str]) -> dict[str, Any]:
+    gpus = gpus_per_node
+    if hw.gpus_per_node is not None and gpus is not None and hw.gpus_per_node != gpus:
+        raise InputError("--gpus-per-node", f"{hw.gpus_per_node}, but the script runs on {gpus} GPUs per node "
+                         f"(NPROC_PER_NODE={env.get('NPROC_PER_NODE', '1')})")
+    gpus = gpus if gpus is not None else hw.gpus_per_node
+    if hw.num_nodes is not None and env.get("NNODES") and hw.num_nodes != nodes:
+        raise InputError("--nodes", f"{hw.num_nodes}, but the script sets NNODES={env['NNODES']}")
+    out: dict[str, Any] = {"gpu": hw.gpu, "gpus_per_node": gpus, "num_nodes": hw.num_nodes or nodes}
+    if hw.host_ram_gib is not None:
+        out["host_ram_gib"] = hw.host_ram_gib
+    return out

@@ -1,0 +1,237 @@
+"""ms-swift facts the swift adapter relies on: version profiles, flags, DeepSpeed presets.
+
+Sources (looked up in the ms-swift repository; file, version):
+- 3.x: `swift/llm/argument/rlhf_args.py` (GRPO: beta 0.04, num_generations 8, max_completion_length
+  512, gradient_accumulation_steps 1, sleep_level forced to 0 without colocated vLLM, no reference
+  model with beta 0 or LoRA), `swift/trainers/arguments.py` (TrainArgumentsMixin: per-device batch 1,
+  gradient_checkpointing true; VllmArguments: vllm_gpu_memory_utilization 0.9, tensor parallel 1,
+  max_num_seqs 256, max_model_len None, compat aliases removed in 3.8; GRPOArgumentsMixin:
+  vllm_mode, sleep_level 0, offload_model/optimizer false, move_model_batches None,
+  gc_collect_after_offload deprecated), `swift/llm/argument/tuner_args.py` (LoRA rank 8, alpha 32,
+  dropout 0.05, target_modules all-linear, freeze_vit true), `swift/llm/ds_config/*.json`.
+- 3.2-3.4: GRPOArgumentsMixin with `num_infer_workers` 1 and TRL's `vllm_device` auto (the engine
+  on the last visible GPU); `vllm_mode` arrived in 3.5.
+- 4.x: `swift/rlhf_trainers/args_mixin.py` (vllm_mode required with use_vllm, vllm_max_num_seqs
+  None), `swift/arguments/tuner_args.py` (`tuner_type` replaces `train_type`, ms-swift issue 7823),
+  `swift/config/*.json` (presets with overlap_comm false; zero3_offload offloads both).
+Not verified (assumed, stated in notes): the 3.x zero1 preset (taken as zero2 without buckets'
+differences), the version gc_collect_after_offload became a no-op (3.7: PR 4770, 2025-07), and
+the vLLM version each ms-swift release ran with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Version = tuple[int, ...]
+
+MIN_VERSION: Version = (3, 2)
+MAX_VERSION: Version = (5,)
+LATEST: Version = (4, 6)
+VLLM_GRAPHS_IN_BUDGET: Version = (0, 21)
+"""vLLM >= 0.21 profiles CUDA graphs inside gpu_memory_utilization (oomless.memory.vllm)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What changes between ms-swift releases, as oomless needs it."""
+
+    version: Version
+
+    @property
+    def has_vllm_mode(self) -> bool:
+        return self.version >= (3, 5)
+
+    @property
+    def tuner_flag(self) -> str:
+        return "tuner_type" if self.version >= (4,) else "train_type"
+
+    @property
+    def presets(self) -> dict[str, dict[str, Any]]:
+        return PRESETS_4X if self.version >= (4,) else PRESETS_3X
+
+    @property
+    def always_empties_cache(self) -> bool:
+        """gc_collect_after_offload became a deprecated no-op (cache always emptied) in 3.7."""
+        return self.version >= (3, 7)
+
+    @property
+    def default_max_num_seqs(self) -> int | None:
+        return 256 if self.version < (4,) else None
+
+    @property
+    def has_compat_aliases(self) -> bool:
+        """gpu_memory_utilization / tensor_parallel_size / max_model_len / limit_mm_per_prompt."""
+        return self.version < (3, 8)
+
+    @property
+    def generation_batch_divides(self) -> bool:
+        """TRL >= 0.18 (ms-swift >= 3.5) checks generation_batch_size % num_generations; older TRL
+        checked per_device_train_batch_size × num_processes."""
+        return self.version >= (3, 5)
+
+    @property
+    def default_vllm(self) -> Version:
+        return (0, 8, 5) if self.version < (4,) else VLLM_GRAPHS_IN_BUDGET
+
+
+def _zero(stage: int, overlap: bool, offload_optimizer: bool = False, offload_param: bool = False) -> dict[str, Any]:
+    zero: dict[str, Any] = {"stage": stage}
+    if stage >= 1:
+        zero["offload_optimizer"] = {"device": "cpu" if offload_optimizer else "none", "pin_memory": True}
+    if stage == 3:
+        zero["offload_param"] = {"device": "cpu" if offload_param else "none", "pin_memory": True}
+        zero.update({"overlap_comm": overlap, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                     "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1e9,
+                     "sub_group_size": 1e9})
+    elif stage >= 0:
+        zero.update({"overlap_comm": overlap, "reduce_bucket_size": 2e8})
+    return {"bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}, "zero_optimization": zero}
+
+
+PRESETS_3X = {
+    "zero0": _zero(0, True),
+    "zero1": _zero(1, True),
+    "zero2": _zero(2, True),
+    "zero2_offload": _zero(2, True, offload_optimizer=True),
+    "zero3": _zero(3, True),
+    "zero3_offload": _zero(3, True, offload_param=True),
+}
+"""swift/llm/ds_config/*.json, ms-swift 3.x: zero2/zero2_offload reduce_bucket_size 2e8 and
+overlap_comm true (zero2.json, zero2_offload.json), zero3 "auto" buckets and overlap_comm true
+(zero3.json); zero3_offload offloads parameters only (the stored copies, commits 7258e11b and
+401737e2, keep offload_optimizer "none")."""
+
+PRESETS_4X = {
+    "zero0": _zero(0, False),
+    "zero1": _zero(1, False),
+    "zero2": _zero(2, False),
+    "zero2_offload": _zero(2, False, offload_optimizer=True),
+    "zero3": _zero(3, False),
+    "zero3_offload": _zero(3, False, offload_optimizer=True, offload_param=True),
+}
+"""swift/config/*.json, ms-swift 4.x: the same values with overlap_comm false, and zero3_offload
+offloading both optimizer and parameters."""
+
+ALL_VERSIONS = "3.2-4.x"
+FLAGS: dict[str, tuple[Version, Version | None, str]] = {
+    # name: (first version, first version without it, source file)
+    "rlhf_type": ((3, 2), None, "swift/llm/argument/rlhf_args.py; 4.x swift/arguments/rlhf_args.py"),
+    "model": ((3, 2), None, "swift/llm/argument/base_args/model_args.py"),
+    "dataset": ((3, 2), None, "swift/llm/argument/base_args/data_args.py"),
+    "reward_funcs": ((3, 2), None, "swift/llm/argument/rlhf_args.py (GRPOArguments)"),
+    "reward_model": ((3, 2), None, "swift/llm/argument/rlhf_args.py (RewardModelArguments)"),
+    "beta": ((3, 2), None, "swift/llm/argument/rlhf_args.py (_init_grpo: 0.04)"),
+    "max_completion_length": ((3, 2), None, "swift/llm/argument/rlhf_args.py (512)"),
+    "num_generations": ((3, 2), None, "swift/llm/argument/rlhf_args.py (GRPOArguments: 8)"),
+    "train_type": ((3, 2), (4,), "swift/llm/argument/train_args.py (3.x; 'lora')"),
+    "tuner_type": ((4,), None, "swift/arguments/tuner_args.py (4.x; 'lora')"),
+    "lora_rank": ((3, 2), None, "swift/llm/argument/tuner_args.py (8)"),
+    "lora_alpha": ((3, 2), None, "swift/llm/argument/tuner_args.py (32)"),
+    "lora_dropout": ((3, 2), None, "swift/llm/argument/tuner_args.py (0.05)"),
+    "lora_dtype": ((3, 2), None, "swift/llm/argument/tuner_args.py (None: the model's dtype)"),
+    "target_modules": ((3, 2), None, "swift/llm/argument/tuner_args.py (['all-linear'])"),
+    "freeze_vit": ((3, 2), None, "swift/llm/argument/tuner_args.py (true)"),
+    "quant_bits": ((3, 2), None, "swift/llm/argument/base_args/quant_args.py"),
+    "quant_method": ((3, 2), None, "swift/llm/argument/base_args/quant_args.py"),
+    "torch_dtype": ((3, 2), None, "swift/llm/argument/base_args/model_args.py (None: config.json)"),
+    "attn_impl": ((3, 2), None, "swift/llm/argument/base_args/model_args.py (None: transformers' sdpa)"),
+    "max_length": ((3, 2), None, "swift/llm/argument/base_args/template_args.py (None: the model's)"),
+    "per_device_train_batch_size": ((3, 2), None, "swift/trainers/arguments.py TrainArgumentsMixin (1)"),
+    "gradient_accumulation_steps": ((3, 2), None, "swift/llm/argument/rlhf_args.py _set_default (GRPO: 1)"),
+    "gradient_checkpointing": ((3, 2), None, "swift/trainers/arguments.py TrainArgumentsMixin (true)"),
+    "vit_gradient_checkpointing": ((3, 2), None, "swift/trainers/arguments.py (None: follows)"),
+    "use_liger_kernel": ((3, 2), None, "swift/trainers/arguments.py TrainArgumentsMixin (false)"),
+    "optim": ((3, 2), None, "transformers TrainingArguments (adamw_torch)"),
+    "deepspeed": ((3, 2), None, "swift/llm/argument/train_args.py (zero0..zero3_offload or a JSON path)"),
+    "steps_per_generation": ((3, 5), None, "swift/trainers/arguments.py GRPOArgumentsMixin (TRL >= 0.18)"),
+    "generation_batch_size": ((3, 5), None, "swift/trainers/arguments.py GRPOArgumentsMixin (TRL >= 0.18)"),
+    "advantage_estimator": ((3, 10), None, "swift/llm/argument/rlhf_args.py _init_grpo (late 3.x; grpo)"),
+    "use_vllm": ((3, 2), None, "swift/trainers/arguments.py GRPOArgumentsMixin (false)"),
+    "vllm_mode": ((3, 5), None, "swift/trainers/arguments.py GRPOArgumentsMixin (colocate|server)"),
+    "vllm_server_host": ((3, 5), None, "swift/trainers/arguments.py GRPOArgumentsMixin"),
+    "vllm_server_port": ((3, 5), None, "swift/trainers/arguments.py GRPOArgumentsMixin ([8000])"),
+    "num_infer_workers": ((3, 2), (3, 5), "swift/trainers/arguments.py GRPOArgumentsMixin 3.2-3.4 (1)"),
+    "vllm_device": ((3, 2), (3, 5), "trl GRPOConfig 0.14-0.16 via ms-swift 3.2-3.4 ('auto': last GPU)"),
+    "vllm_gpu_memory_utilization": ((3, 2), None, "swift/trainers/arguments.py VllmArguments (0.9)"),
+    "vllm_tensor_parallel_size": ((3, 5), None, "swift/trainers/arguments.py VllmArguments (1)"),
+    "tensor_parallel_size": ((3, 2), (3, 8), "swift/trainers/arguments.py VllmArguments compat alias"),
+    "vllm_max_model_len": ((3, 2), None, "swift/trainers/arguments.py VllmArguments (None: the model's)"),
+    "vllm_max_num_seqs": ((3, 2), None, "swift/trainers/arguments.py VllmArguments (3.x 256; 4.x None)"),
+    "vllm_enforce_eager": ((3, 2), None, "swift/trainers/arguments.py VllmArguments (false)"),
+    "vllm_limit_mm_per_prompt": ((3, 2), None, "swift/trainers/arguments.py VllmArguments (None)"),
+    "sleep_level": ((3, 4), None, "swift/trainers/arguments.py GRPOArgumentsMixin (0)"),
+    "offload_model": ((3, 4), None, "swift/trainers/arguments.py GRPOArgumentsMixin (false)"),
+    "offload_optimizer": ((3, 4), None, "swift/trainers/arguments.py GRPOArgumentsMixin (false)"),
+    "gc_collect_after_offload": ((3, 4), (3, 10), "swift/trainers/arguments.py (deprecated no-op from 3.7)"),
+    "move_model_batches": ((3, 4), None, "swift/trainers/arguments.py GRPOArgumentsMixin (None: whole model)"),
+}
+"""Every flag the swift exporter writes (and the importer maps), with the versions that have it
+and where it is defined. Tests check each exported flag against this table."""
+
+NO_MEMORY_EFFECT = frozenset({
+    "dataset", "val_dataset", "external_plugins", "reward_funcs", "reward_weights", "learning_rate",
+    "num_train_epochs", "max_steps", "save_steps", "save_strategy", "save_total_limit", "save_only_model",
+    "eval_steps", "eval_strategy", "logging_steps", "output_dir", "warmup_ratio", "warmup_steps",
+    "dataloader_num_workers", "dataset_num_proc", "temperature", "top_p", "top_k", "repetition_penalty",
+    "system", "log_completions", "report_to", "num_iterations", "epsilon", "epsilon_high", "delta",
+    "loss_type", "seed", "load_from_cache_file", "split_dataset_ratio", "max_grad_norm", "weight_decay",
+    "lr_scheduler_type", "model_type", "model_revision", "use_hf", "vllm_server_port", "vllm_server_timeout",
+    "vllm_enable_prefix_caching", "vllm_use_async_engine", "vllm_disable_custom_all_reduce", "adam_beta1",
+    "adam_beta2", "truncation_strategy", "scale_rewards", "importance_sampling_level", "log_entropy",
+    "top_entropy_quantile", "overlong_filter", "soft_max_length", "soft_cache_length", "stop_words",
+    "template", "dataset_shuffle", "streaming", "lazy_tokenize", "add_version", "run_name", "logging_dir",
+    "deepspeed_autotp_size", "wandb_log_unique_prompts", "sync_ref_model", "ref_model_sync_steps",
+    "ref_model_mixup_alpha", "use_rslora", "init_weights", "ref_adapters", "lorap_lr_ratio", "vit_lr",
+    "aligner_lr", "metric_for_best_model", "load_best_model_at_end", "ddp_timeout", "check_model",
+    "resume_from_checkpoint", "resume_only_model", "multi_turn_scheduler", "max_turns", "loss_scale",
+    "vllm_server_pass_dataset", "cosine_max_len", "repetition_n_grams", "repetition_max_penalty",
+    "vllm_reasoning_parser", "ddp_find_unused_parameters", "push_to_hub", "hub_model_id", "ignore_args_error",
+})
+"""ms-swift flags understood to have no effect on the memory oomless plans."""
+
+NOT_MODELLED = {
+    "padding_free": "padding-free batches (planned padded, the worst case)",
+    "packing": "packed sequences (planned padded)",
+    "sequence_parallel_size": "sequence parallelism is not modelled",
+    "vllm_enable_lora": "syncing only the adapter to vLLM is not modelled (planned as a merged-weight sync)",
+    "vllm_max_lora_rank": "vLLM LoRA slots are not modelled",
+    "vllm_pipeline_parallel_size": "vLLM pipeline parallelism is not modelled",
+    "vllm_data_parallel_size": "vLLM data parallelism is not modelled",
+    "vllm_quantization": "a quantized vLLM copy is not modelled (planned bf16)",
+    "vllm_enable_expert_parallel": "expert parallelism is not modelled",
+    "dynamic_sample": "DAPO resampling (extra rollout batches) is not modelled",
+    "max_resample_times": "DAPO resampling is not modelled",
+    "ds3_gather_for_generation": "ZeRO-3 generation without a full gather is not modelled",
+    "freeze_llm": "a frozen language model is not modelled (planned trainable)",
+    "freeze_aligner": "the aligner is planned with the language model",
+    "freeze_parameters": "partly frozen full fine-tuning is not modelled",
+    "freeze_parameters_ratio": "partly frozen full fine-tuning is not modelled",
+    "trainable_parameters": "partly frozen full fine-tuning is not modelled",
+    "modules_to_save": "fully trained extra modules beside LoRA are not modelled",
+    "use_dora": "DoRA's magnitude vectors are not modelled (planned as LoRA)",
+    "lora_bias": "trainable biases are not modelled",
+    "target_regex": "a regex target is not modelled (planned as target_modules)",
+    "ref_model": "a reference model of another architecture is not modelled (planned as --model)",
+    "per_device_eval_batch_size": "evaluation is not planned",
+    "vllm_server_base_url": "a server elsewhere: its GPUs are those beyond NPROC_PER_NODE",
+    "async_generate": "generation with the previous weights: memory as server mode",
+    "num_generations_eval": "evaluation is not planned",
+}
+"""Flags that change memory in ways the spec has no field for: reported, not planned."""
+
+COMPAT_ALIASES = {
+    "gpu_memory_utilization": "vllm_gpu_memory_utilization",
+    "tensor_parallel_size": "vllm_tensor_parallel_size",
+    "max_model_len": "vllm_max_model_len",
+    "limit_mm_per_prompt": "vllm_limit_mm_per_prompt",
+}
+"""Pre-3.8 spellings (VllmArguments._handle_compatibility)."""
+
+ATTENTION = {"flash_attn": "flash_attention_2", "flash_attention_2": "flash_attention_2", "sdpa": "sdpa",
+             "eager": "eager"}
+TORCH_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16"}
+LORA_TYPES = ("lora", "longlora")
+EXAMPLE_DATASET = "AI-MO/NuminaMath-TIR#1000"
+"""The dataset ms-swift's own GRPO examples use (examples/train/grpo/*.sh)."""

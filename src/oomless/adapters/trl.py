@@ -1,0 +1,370 @@
+"""TRL GRPO (`trl grpo`, or `accelerate launch` of a GRPOTrainer script): config → spec, spec → config.
+
+How the files are passed (the way TRL's own CLI takes them):
+- PATH is a `trl grpo --config` YAML: GRPOConfig keys, ModelConfig keys (`model_name_or_path`,
+  `use_peft`, `lora_r`, `dtype`, ...), GRPOScriptArguments keys, and `accelerate_config` (a path,
+  relative to the YAML or the working directory, or a name TRL ships: zero1, zero2, zero3, fsdp1,
+  fsdp2, multi_gpu, single_gpu; `trl/cli/accelerate_config.py`). Other keys the parser does not
+  consume are `accelerate launch` options (e.g. `num_processes`), as TRL passes them on.
+- Or PATH is a launch script / file of CLI args: `trl grpo --config X.yaml --flag value ...`,
+  `accelerate launch [--config_file A.yaml --num_processes N ...] train.py --flag value ...`, or
+  `torchrun --nproc_per_node N train.py ...`; a `trl vllm-serve` command in it is the vLLM server.
+- The DeepSpeed JSON comes from the GRPOConfig key `deepspeed` (a path or an inline dict) or the
+  accelerate config's `deepspeed_config.deepspeed_config_file`; inline accelerate DeepSpeed
+  settings (`zero_stage`, `offload_*_device`) are read as accelerate expands them.
+- A comment `# oomless: trl==1.16 vllm==0.21 max_prompt_tokens=512` states the versions and the
+  longest prompt: TRL 1.x does not truncate prompts (GRPOConfig has no max_prompt_length).
+  Without it the prompt bound is vllm_max_model_length - max_completion_length, else the model's
+  max_position_embeddings - max_completion_length (noted).
+
+Defaults are TRL 1.16.0's (`trl/trainer/grpo_config.py`, `trl/trainer/model_config.py`,
+`trl/generation/vllm_generation.py`, read from the installed package): beta 0.0,
+per_device_train_batch_size 8, num_generations 8, max_completion_length 512, bf16 unless fp16,
+gradient_checkpointing true, optim adamw_torch_fused, use_vllm false, vllm_mode colocate,
+vllm_gpu_memory_utilization 0.3, colocated engines with max_num_batched_tokens 4096 and
+max_num_seqs = per_device_train_batch_size × TP × steps_per_generation, sleep level 2; ModelConfig
+dtype float32, lora_r 16, lora_alpha 32, lora_dropout 0.05, target modules PEFT's per-family default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..catalog.models import ModelArch, load_model
+from ..errors import InputError
+from ..memory import vision as VZ
+from . import trl_launch as TL
+from .args import hf_optimizer
+from .common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
+from .deepspeed_json import distribution_from_deepspeed
+
+SUPPORTED_VERSIONS = ">=1.0,<2"
+"""TRL 1.x; defaults of 1.16.0 (earlier 1.x releases may differ in batch and vLLM defaults)."""
+MIN_VERSION, MAX_VERSION, LATEST = (1, 0), (2,), (1, 16)
+VLLM_DEFAULT = (0, 21)
+PEFT_DEFAULT_TARGETS = ["q_proj", "v_proj"]
+PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"})
+"""peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft 0.21)."""
+
+NO_MEMORY_EFFECT = frozenset({
+    "output_dir", "learning_rate", "num_train_epochs", "max_steps", "logging_steps", "save_steps",
+    "save_strategy", "save_total_limit", "eval_strategy", "eval_steps", "report_to", "run_name", "seed",
+    "warmup_ratio", "warmup_steps", "lr_scheduler_type", "weight_decay", "max_grad_norm", "adam_beta1",
+    "adam_beta2", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "epsilon", "epsilon_high",
+    "delta", "loss_type", "scale_rewards", "num_iterations", "importance_sampling_level", "log_completions",
+    "num_completions_to_print", "dataset_name", "dataset_config", "dataset_train_split", "dataset_test_split",
+    "reward_funcs", "reward_weights", "model_revision", "trust_remote_code", "push_to_hub", "hub_model_id",
+    "logging_dir", "disable_dropout", "shuffle_dataset", "mask_truncated_completions", "sync_ref_model",
+    "ref_model_mixup_alpha", "ref_model_sync_steps", "top_entropy_quantile", "vllm_server_host",
+    "vllm_server_port", "vllm_server_timeout", "vllm_group_port", "vllm_server_base_url", "use_rslora",
+    "lora_task_type", "vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
+    "vllm_importance_sampling_cap", "vllm_model_impl", "log_unique_prompts", "dataloader_num_workers",
+    "remove_unused_columns", "bf16_full_eval", "ddp_timeout", "gradient_checkpointing_kwargs", "env",
+    "chat_template_kwargs", "generation_kwargs", "multi_objective_aggregation", "use_bias_correction_kl",
+    "dataset_streaming", "ignore_bias_buffers", "logging_first_step", "save_only_model",
+})
+NOT_MODELLED = {
+    "use_transformers_continuous_batching": "transformers' paged KV cache is not modelled (planned as generate)",
+    "transformers_continuous_batching_config": "transformers' paged KV cache is not modelled",
+    "ds3_gather_for_generation": "ZeRO-3 generation without a full gather is not modelled",
+    "lora_modules_to_save": "fully trained extra modules beside LoRA are not modelled",
+    "use_dora": "DoRA's magnitude vectors are not modelled (planned as LoRA)",
+    "torch_empty_cache_steps": "periodic empty_cache is not modelled",
+    "pad_to_multiple_of": "padding to a multiple is not modelled",
+    "per_device_eval_batch_size": "evaluation is not planned",
+    "num_generations_eval": "evaluation is not planned",
+    "model_init_kwargs": "extra from_pretrained arguments are not read",
+    "lora_target_parameters": "LoRA on parameters (MoE experts) is not modelled",
+}
+
+
+class Keys:
+    """Config keys (YAML values or CLI strings) with typed access that records what was read."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.values = dict(values)
+        self.used: set[str] = set()
+        self.ignored: list[str] = []
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self.used.add(name)
+        value = self.values.get(name, default)
+        return default if isinstance(value, str) and value.lower() == "none" else value
+
+    def bool(self, name: str, default: bool | None) -> bool | None:
+        value = self.get(name)
+        return default if value is None else to_bool(name, value)
+
+    def int(self, name: str, default: int | None = None) -> int | None:
+        value = self.get(name)
+        return default if value is None else to_int(name, value, minimum=1)
+
+    def float(self, name: str, default: float) -> float:
+        value = self.get(name)
+        return default if value is None else to_float(name, value)
+
+    def ignore(self, name: str, why: str) -> None:
+        if name in self.values:
+            self.used.add(name)
+            self.ignored.append(f"{name}: {why}")
+
+    def leftover(self) -> list[str]:
+        lines = list(self.ignored)
+        for name in self.values:
+            if name in self.used:
+                continue
+            if name in NOT_MODELLED:
+                lines.append(f"{name}: {NOT_MODELLED[name]}")
+            elif name in NO_MEMORY_EFFECT:
+                lines.append(f"{name}: no effect on memory")
+            else:
+                lines.append(f"{name}: not understood (not a TRL 1.x GRPO key oomless knows)")
+        return lines
+
+
+def import_config(path: Path, hardware: Any) -> Any:
+    from . import ImportResult
+
+    spec, ignored, notes = import_path(path, hardware)
+    return ImportResult(spec, tuple(ignored), tuple(notes))
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    from .common import write_new_files
+    from .trl_export import export_files
+
+    return write_new_files({out_dir / name: text for name, text in export_files(spec).items()}, force)
+
+
+def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = None) -> tuple[dict, list, list]:
+    """(spec dict, ignored, notes) of a YAML config or a launch script; ``overlay`` maps file
+    names to text to read instead of the disk (export checks its files before writing)."""
+    base = path.resolve().parent if overlay is None else Path(".")
+
+    def read(name: str) -> str:
+        if overlay is not None and name in overlay:
+            return overlay[name]
+        candidate = base / name if not Path(name).is_absolute() else Path(name)
+        return read_text(candidate if candidate.exists() or not Path(name).exists() else Path(name))
+
+    if hardware.gpu is None:
+        raise InputError("--gpu", "required with --from trl: the config does not name the GPU type")
+    text = read(path.name) if overlay is not None else read_text(path)
+    launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
+    notes: list[str] = []
+    trl_version, vllm, prompt_directive = _versions(read_directives(launch.directives_text), notes)
+    keys = Keys(launch.config)
+    arch = _arch(keys, base)
+    spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
+    ignored = launch.ignored + keys.leftover()
+    return spec, ignored, notes
+
+
+def _versions(directives: Mapping[str, str], notes: list[str]) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
+    unknown = sorted(set(directives) - {"trl", "vllm", "max_prompt_tokens"})
+    if unknown:
+        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens")
+    version = parse_version("trl version", directives["trl"]) if "trl" in directives else LATEST
+    if not MIN_VERSION <= version < MAX_VERSION:
+        raise InputError("trl version", f"{directives['trl']} is not supported; supported: {SUPPORTED_VERSIONS}")
+    if "trl" not in directives:
+        notes.append(f"TRL {version_text(LATEST)} assumed (add `# oomless: trl==X.Y` to the config)")
+    vllm = parse_version("vllm version", directives["vllm"]) if "vllm" in directives else VLLM_DEFAULT
+    prompt = to_int("max_prompt_tokens", directives["max_prompt_tokens"], minimum=1) if "max_prompt_tokens" in directives else None
+    return version, vllm, prompt
+
+
+def _arch(keys: Keys, base: Path) -> ModelArch:
+    model = keys.get("model_name_or_path")
+    if model is None:
+        raise InputError("model_name_or_path", "required: the model id or path")
+    local = base / str(model)
+    try:
+        return load_model(str(local) if not Path(model).is_absolute() and local.exists() else str(model))
+    except InputError as err:
+        raise InputError("model_name_or_path", err.message) from None
+
+
+def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: tuple[int, ...],
+          prompt_directive: int | None, read: Callable[[str], str], notes: list[str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"model": str(keys.get("model_name_or_path"))}
+    finetune = _finetune(keys, arch)
+    spec["finetune"] = finetune
+    distribution, half, ds_optimizer, keeps_master = _distribution(keys, launch, read)
+    spec["distribution"] = distribution
+    spec["precision"] = _precision(keys, half, keeps_master, finetune["method"], notes)
+    optimizer = hf_optimizer("optim", ds_optimizer or keys.get("optim", "adamw_torch_fused"))
+    if optimizer != "adamw":
+        spec["optimizer"] = optimizer
+    spec["gradient_checkpointing"] = keys.bool("gradient_checkpointing", True)
+    attention = _attention(keys.get("attn_implementation"), notes)
+    if attention:
+        spec["attention"] = attention
+    if keys.bool("use_liger_kernel", False):
+        spec["logits"] = "fused"
+    elif keys.bool("cast_lm_head_to_fp32", False):
+        spec["logits"] = "full_fp32"
+    spec["kl_beta"] = keys.float("beta", 0.0)
+    if keys.get("reward_model_name_or_path"):
+        spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}
+    processes, nodes = launch.processes_per_node, launch.num_machines
+    spec["batch"] = _batch(keys, processes * nodes)
+    steps = spec["batch"].get("steps_per_generation") or spec["batch"]["gradient_accumulation_steps"]
+    rollout, gpus = TL.rollout(keys, launch, arch, vllm, hardware, spec["batch"]["micro_batch_size"] * steps, notes)
+    spec["rollout"] = rollout
+    spec["lengths"] = _lengths(keys, arch, rollout, prompt_directive, spec, notes)
+    spec["hardware"] = _hardware(hardware, gpus, nodes)
+    return spec
+
+
+def _finetune(keys: Keys, arch: ModelArch) -> dict[str, Any]:
+    if keys.bool("load_in_8bit", False):
+        raise InputError("load_in_8bit", "an 8-bit base is not planned; allowed: load_in_4bit (QLoRA)")
+    four_bit = keys.bool("load_in_4bit", False)
+    if not keys.bool("use_peft", False):
+        if four_bit:
+            raise InputError("load_in_4bit", "a 4-bit base needs use_peft: true")
+        for name in ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"):
+            keys.ignore(name, "no effect: use_peft is false")
+        return {"method": "full"}
+    targets = keys.get("lora_target_modules")
+    if isinstance(targets, str):
+        targets = [targets]
+    if not targets:
+        if arch.model_type not in PEFT_DEFAULT_FAMILIES:
+            raise InputError("lora_target_modules", f"PEFT has no default targets for {arch.model_type!r}; set them")
+        targets = PEFT_DEFAULT_TARGETS
+    return {
+        "method": "qlora" if four_bit else "lora",
+        "lora_rank": keys.int("lora_r", 16),
+        "lora_alpha": keys.float("lora_alpha", 32.0),
+        "lora_dropout": keys.float("lora_dropout", 0.05),
+        "lora_targets": "all-linear" if "all-linear" in targets else [str(t) for t in targets],
+    }
+
+
+def _distribution(keys: Keys, launch: TL.Launch, read: Callable[[str], str]) -> tuple[dict, str, str | None, bool]:
+    ds = keys.get("deepspeed")
+    fsdp = keys.get("fsdp")
+    if ds:
+        config = ds if isinstance(ds, Mapping) else _json(read, str(ds))
+        got = distribution_from_deepspeed(config, "deepspeed" if isinstance(ds, Mapping) else str(ds))
+        keys.ignored.extend(got.ignored)
+        return got.distribution, got.half, got.optimizer, True
+    if fsdp:
+        offload = "offload" in (fsdp if isinstance(fsdp, str) else " ".join(fsdp))
+        return {"strategy": "fsdp", **({"offload_params": True, "offload_optimizer": True} if offload else {})}, "auto", None, True
+    return TL.accelerate_distribution(launch, read)
+
+
+def _json(read: Callable[[str], str], name: str) -> Any:
+    import json
+
+    try:
+        return json.loads(read(name))
+    except ValueError as err:
+        raise InputError(name, f"malformed JSON: {err}") from None
+
+
+def _precision(keys: Keys, half: str, keeps_master: bool, method: str, notes: list[str]) -> str:
+    """fp16 → fp16_mixed. DeepSpeed/FSDP keep fp32 master weights → bf16_mixed. Plain DDP: full
+    fine-tuning of bf16 weights is pure bf16, of fp32 weights (ModelConfig's default dtype) under
+    bf16 autocast the same 16 B/param as mixed; PEFT adapters are fp32 (autocast_adapter_dtype)."""
+    fp16 = keys.bool("fp16", False)
+    bf16 = keys.bool("bf16", None)
+    dtype = str(keys.get("dtype", "float32"))
+    if dtype not in ("float32", "bfloat16", "float16", "auto"):
+        raise InputError("dtype", f"{dtype!r} is not allowed; allowed: auto, bfloat16, float16, float32")
+    if fp16 or half == "fp16":
+        return "fp16_mixed"
+    if bf16 is False:
+        raise InputError("bf16", "false without fp16 is fp32 training, which is not planned")
+    if dtype == "float16":
+        raise InputError("dtype", "float16 weights under bf16 autocast are not planned; use bfloat16")
+    if dtype == "auto":
+        notes.append("dtype auto: the checkpoint's dtype, taken as bfloat16")
+    if method != "full" and dtype == "float32":
+        keys.ignored.append("dtype: float32 base weights are planned as bf16 (2 B/param fewer than TRL loads); "
+                            "set dtype: bfloat16")
+    if keeps_master or method != "full" or dtype == "float32":
+        return "bf16_mixed"
+    return "bf16"
+
+
+def _attention(value: Any, notes: list[str]) -> str | None:
+    if value is None:
+        return None
+    text = str(value)
+    if text in ("sdpa", "eager", "flash_attention_2"):
+        return text
+    if "flash" in text:
+        notes.append(f"attn_implementation {text}: planned as flash_attention_2")
+        return "flash_attention_2"
+    raise InputError("attn_implementation", f"{text!r} is not planned; allowed: sdpa, eager, flash_attention_2")
+
+
+def _batch(keys: Keys, world: int) -> dict[str, Any]:
+    micro = keys.int("per_device_train_batch_size", 8)
+    out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": keys.int("gradient_accumulation_steps", 1),
+                           "num_generations": keys.int("num_generations", 8)}
+    steps = keys.int("steps_per_generation")
+    generation_batch = keys.int("generation_batch_size")
+    if generation_batch is not None:
+        if steps is not None:
+            raise InputError("generation_batch_size", "give it or steps_per_generation, not both (TRL)")
+        if generation_batch % (micro * world):
+            raise InputError("generation_batch_size", f"{generation_batch} is not a multiple of "
+                             f"per_device_train_batch_size × processes = {micro * world} (TRL)")
+        steps = generation_batch // (micro * world)
+    if steps is not None:
+        out["steps_per_generation"] = steps
+    total = micro * world * (steps or out["gradient_accumulation_steps"])
+    if out["num_generations"] < 2:
+        raise InputError("num_generations", f"{out['num_generations']}: GRPO needs at least 2 completions per prompt (TRL)")
+    if total % out["num_generations"]:
+        raise InputError("num_generations", f"{out['num_generations']} does not divide the generation batch of "
+                         f"{total} completions (TRL rejects this)")
+    return out
+
+
+def _lengths(keys: Keys, arch: ModelArch, rollout: Mapping[str, Any], prompt_directive: int | None,
+             spec: dict[str, Any], notes: list[str]) -> dict[str, int]:
+    completion = keys.int("max_completion_length", 512)
+    if prompt_directive is not None:
+        return {"max_prompt_tokens": prompt_directive, "max_completion_tokens": completion}
+    images = VZ.max_image_tokens(arch.vision) if arch.vision is not None else 0
+    bound = rollout.get("max_model_len") or arch.max_position_embeddings
+    notes.append(f"no `max_prompt_tokens=` directive: prompts up to {bound} - {completion} - {images} tokens "
+                 "(TRL 1.x does not truncate prompts)")
+    prompt = bound - completion - images
+    if prompt < 1:
+        raise InputError("max_completion_length", f"{completion} leaves no prompt within {bound} tokens")
+    return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
+
+
+def _hardware(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
+    if hw.gpus_per_node is not None and hw.gpus_per_node != gpus_per_node:
+        raise InputError("--gpus-per-node", f"{hw.gpus_per_node}, but the config runs on {gpus_per_node} GPUs per node "
+                         "(accelerate num_processes / num_machines, plus vLLM server GPUs)")
+    if hw.num_nodes is not None and hw.num_nodes != nodes:
+        raise InputError("--nodes", f"{hw.num_nodes}, but the config has num_machines {nodes}")
+    out: dict[str, Any] = {"gpu": hw.gpu, "gpus_per_node": gpus_per_node, "num_nodes": nodes}
+    if hw.host_ram_gib is not None:
+        out["host_ram_gib"] = hw.host_ram_gib
+    return out
+
+
+def load_yaml(name: str, text: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise InputError(name, f"malformed YAML{where}: {getattr(err, 'problem', None) or err}") from None
+    if not isinstance(data, dict):
+        raise InputError(name, "expected a mapping of keys at the top level")
+    return data

@@ -1,0 +1,177 @@
+"""A spec → TRL files: `grpo_config.yaml` (GRPOConfig + ModelConfig keys, `trl grpo --config`),
+`accelerate_config.yaml`, `ds_config.json` (DeepSpeed runs) and `launch.sh` (the vLLM server, if
+any, then `trl grpo`). The files are read back with the trl importer and must give the spec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..catalog.models import load_model
+from ..errors import InputError
+from ..spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
+from .common import version_text
+from .round_trip import first_difference, same_spec_dict, value_at
+from .deepspeed_json import deepspeed_config_for
+from .trl import LATEST
+from .trl_launch import GRAPHS_IN_BUDGET
+
+CONFIG_NAME = "grpo_config.yaml"
+ACCELERATE_NAME = "accelerate_config.yaml"
+DS_CONFIG_NAME = "ds_config.json"
+LAUNCH_NAME = "launch.sh"
+VLLM_BEFORE_GRAPHS_IN_BUDGET = (0, 8, 5)
+OPTIM = {"adamw": None, "adamw_8bit": "adamw_bnb_8bit", "adafactor": "adafactor", "sgd": "sgd"}
+EXAMPLE_DATASET = "trl-lib/DeepMath-103K"
+"""The dataset of TRL's GRPO documentation examples."""
+
+
+def export_files(spec: RunSpec) -> dict[str, str]:
+    from . import HardwareFlags
+    from .trl import import_path
+
+    arch = load_model(spec.model)
+    files = render(spec)
+    imported, _, _ = import_path(Path(LAUNCH_NAME), HardwareFlags(gpu=spec.hardware.gpu or "A100-80GB"), files)
+    hardware = spec.hardware.model_dump(exclude_none=True)
+    hardware.update({k: imported["hardware"][k] for k in ("gpus_per_node", "num_nodes")})
+    wanted, got = same_spec_dict(spec, arch), same_spec_dict({**imported, "hardware": hardware}, arch)
+    difference = first_difference(wanted, got)
+    if difference is not None:
+        raise InputError(difference, f"{value_at(wanted, difference)!r} cannot be exported to TRL "
+                         f"{version_text(LATEST)}: its files give {value_at(got, difference)!r}")
+    return files
+
+
+def _directive(spec: RunSpec) -> str:
+    vllm = GRAPHS_IN_BUDGET if spec.rollout.cuda_graphs_in_budget else VLLM_BEFORE_GRAPHS_IN_BUDGET
+    return (f"# oomless: trl=={version_text(LATEST)} vllm=={version_text(vllm)} "
+            f"max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
+
+
+def render(spec: RunSpec) -> dict[str, str]:
+    files: dict[str, str] = {}
+    train_gpus = spec.hardware.gpus_per_node - (spec.rollout.num_gpus if spec.rollout.engine == RolloutEngine.vllm_separate else 0)
+    config = {**_model(spec), **_training(spec), **_rollout(spec), "accelerate_config": ACCELERATE_NAME,
+              "output_dir": "output", "report_to": "none"}
+    accelerate = _accelerate(spec, train_gpus, files)
+    plan = f"oomless plan --from trl {LAUNCH_NAME} --gpu {spec.hardware.gpu or '<GPU>'}"
+    if spec.hardware.host_ram_gib is not None:
+        plan += f" --host-ram {spec.hardware.host_ram_gib:g}"
+    head = (f"# GRPO of {spec.model} with TRL, written by `oomless export --to trl`.\n"
+            f"# Run from this directory: bash {LAUNCH_NAME}  (or: trl grpo --config {CONFIG_NAME})\n"
+            f"# Plan it: {plan}\n" + _directive(spec))
+    files[CONFIG_NAME] = head + yaml.safe_dump(config, sort_keys=False)
+    files[ACCELERATE_NAME] = yaml.safe_dump(accelerate, sort_keys=False)
+    files[LAUNCH_NAME] = _launch(spec, train_gpus, head)
+    return files
+
+
+def _model(spec: RunSpec) -> dict[str, Any]:
+    ft, precision, strategy = spec.finetune, spec.precision, spec.distribution.strategy
+    plain_full = strategy == Strategy.ddp and ft.method == FinetuneMethod.full
+    if precision == Precision.fp16_mixed:
+        dtype = "float32" if plain_full else "float16"
+    elif precision == Precision.bf16_mixed and plain_full:
+        dtype = "float32"
+    else:
+        dtype = "bfloat16"
+    out: dict[str, Any] = {"model_name_or_path": spec.model, "dtype": dtype}
+    if spec.attention.value != "sdpa":
+        out["attn_implementation"] = spec.attention.value
+    if ft.method != FinetuneMethod.full:
+        out.update({"use_peft": True, "lora_r": ft.lora_rank, "lora_alpha": _number(ft.lora_alpha),
+                    "lora_dropout": ft.lora_dropout,
+                    "lora_target_modules": ["all-linear"] if ft.lora_targets == "all-linear" else list(ft.lora_targets)})
+        if ft.method == FinetuneMethod.qlora:
+            out["load_in_4bit"] = True
+    return out
+
+
+def _number(value: float) -> int | float:
+    return int(value) if value == int(value) else value
+
+
+def _training(spec: RunSpec) -> dict[str, Any]:
+    batch = spec.batch
+    out: dict[str, Any] = {"dataset_name": EXAMPLE_DATASET, "reward_funcs": ["accuracy_reward"]}
+    if spec.reward_model.model is not None:
+        out["reward_model_name_or_path"] = spec.reward_model.model
+    out.update({"per_device_train_batch_size": batch.micro_batch_size,
+                "gradient_accumulation_steps": batch.gradient_accumulation_steps,
+                "num_generations": batch.num_generations})
+    if batch.steps_per_generation is not None:
+        out["steps_per_generation"] = batch.steps_per_generation
+    out.update({"max_completion_length": spec.lengths.max_completion_tokens, "beta": spec.kl_beta,
+                "gradient_checkpointing": spec.gradient_checkpointing})
+    if spec.precision == Precision.fp16_mixed:
+        out.update({"bf16": False, "fp16": True})
+    else:
+        out["bf16"] = True
+    if OPTIM[spec.optimizer.value] is not None:
+        out["optim"] = OPTIM[spec.optimizer.value]
+    if spec.logits.value == "fused":
+        out["use_liger_kernel"] = True
+    elif spec.logits.value == "full_fp32":
+        out["cast_lm_head_to_fp32"] = True
+    return out
+
+
+def _rollout(spec: RunSpec) -> dict[str, Any]:
+    ro = spec.rollout
+    if ro.engine == RolloutEngine.hf:
+        return {"use_vllm": False}
+    if ro.engine == RolloutEngine.vllm_separate:
+        return {"use_vllm": True, "vllm_mode": "server"}
+    out: dict[str, Any] = {"use_vllm": True, "vllm_mode": "colocate",
+                           "vllm_gpu_memory_utilization": ro.gpu_memory_utilization,
+                           "vllm_tensor_parallel_size": ro.tensor_parallel_size,
+                           "vllm_max_model_length": ro.max_model_len or spec.max_sequence_tokens}
+    if ro.sleep_level:
+        out["vllm_enable_sleep_mode"] = True
+    return out
+
+
+def _accelerate(spec: RunSpec, train_gpus: int, files: dict[str, str]) -> dict[str, Any]:
+    dist, nodes = spec.distribution, spec.hardware.num_nodes
+    out: dict[str, Any] = {"compute_environment": "LOCAL_MACHINE", "debug": False}
+    if dist.strategy == Strategy.fsdp:
+        out["distributed_type"] = "FSDP"
+        out["fsdp_config"] = {"fsdp_version": 2, "fsdp_offload_params": dist.offload_params,
+                              "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "fsdp_reshard_after_forward": True,
+                              "fsdp_state_dict_type": "FULL_STATE_DICT", "fsdp_cpu_ram_efficient_loading": True}
+    elif dist.strategy == Strategy.ddp:
+        out["distributed_type"] = "MULTI_GPU" if train_gpus * nodes > 1 else "NO"
+    else:
+        out["distributed_type"] = "DEEPSPEED"
+        out["deepspeed_config"] = {"deepspeed_config_file": DS_CONFIG_NAME,
+                                   "zero3_init_flag": dist.strategy == Strategy.zero3}
+        files[DS_CONFIG_NAME] = json.dumps(deepspeed_config_for(dist), indent=2) + "\n"
+    out.update({"machine_rank": 0, "main_training_function": "main", "num_machines": nodes,
+                "num_processes": train_gpus * nodes, "rdzv_backend": "static", "same_network": True,
+                "use_cpu": False})
+    if out["distributed_type"] != "DEEPSPEED":
+        out["mixed_precision"] = "fp16" if spec.precision == Precision.fp16_mixed else "bf16"
+    return out
+
+
+def _launch(spec: RunSpec, train_gpus: int, head: str) -> str:
+    ro, gpus = spec.rollout, spec.hardware.gpus_per_node
+    lines = ["#!/usr/bin/env bash", *head.rstrip("\n").splitlines(), "set -euo pipefail", 'cd "$(dirname "$0")"', ""]
+    if ro.engine == RolloutEngine.vllm_separate:
+        devices = ",".join(str(i) for i in range(train_gpus, gpus))
+        serve = (f"CUDA_VISIBLE_DEVICES={devices} trl vllm-serve --model {spec.model} "
+                 f"--tensor_parallel_size {ro.tensor_parallel_size} "
+                 f"--data_parallel_size {ro.num_gpus // ro.tensor_parallel_size} "
+                 f"--gpu_memory_utilization {ro.gpu_memory_utilization} "
+                 f"--max_model_len {ro.max_model_len or spec.max_sequence_tokens}")
+        if ro.enforce_eager:
+            serve += " --enforce_eager true"
+        lines += ["# The vLLM server on its own GPU(s); training waits for it.", serve + " &", "sleep 120", ""]
+    devices = ",".join(str(i) for i in range(train_gpus))
+    lines.append(f"CUDA_VISIBLE_DEVICES={devices} trl grpo --config {CONFIG_NAME}")
+    return "\n".join(lines) + "\n"
