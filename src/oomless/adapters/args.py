@@ -57,13 +57,19 @@ class FlagReader:
         if self.raw(name) is not None:
             self.ignored.append(f"--{name}: {why}")
 
-    def leftover(self, no_effect: frozenset[str] | set[str]) -> list[str]:
-        """One line per unread flag: known to have no memory effect, or not understood."""
+    def leftover(self, no_effect: frozenset[str] | set[str], not_modelled: Mapping[str, str] | None = None) -> list[str]:
+        """One line per unread flag: it changes memory in a way the spec cannot say (with why),
+        it has no memory effect, or it is not understood."""
         lines = list(self.ignored)
         for name in self._flags:
             if name in self._used:
                 continue
-            why = "no effect on memory" if name in no_effect else f"not understood (not a {self._framework} flag oomless knows)"
+            if not_modelled and name in not_modelled:
+                why = f"affects memory, not modelled: {not_modelled[name]}"
+            elif name in no_effect:
+                why = "no effect on memory"
+            else:
+                why = f"not understood (not a {self._framework} flag oomless knows)"
             lines.append(f"--{name}: {why}")
         return lines
 

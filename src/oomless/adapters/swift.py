@@ -93,7 +93,7 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     if rlhf_type != "grpo":
         raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo runs (ms-swift's default is dpo)")
     spec = _spec(run, rollout, hardware, read)
-    ignored = flags.leftover(SF.NO_MEMORY_EFFECT)
+    ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED)
     return spec, ignored, notes
 
 

@@ -216,7 +216,6 @@ NOT_MODELLED = {
     "ref_model": "a reference model of another architecture is not modelled (planned as --model)",
     "per_device_eval_batch_size": "evaluation is not planned",
     "vllm_server_base_url": "a server elsewhere: its GPUs are those beyond NPROC_PER_NODE",
-    "async_generate": "generation with the previous weights: memory as server mode",
     "num_generations_eval": "evaluation is not planned",
 }
 """Flags that change memory in ways the spec has no field for: reported, not planned."""
