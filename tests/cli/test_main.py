@@ -47,6 +47,16 @@ EXPECTED_SURFACE = {
     "models": [],
     "gpus": [],
     "schema": [],
+    "doctor": [
+        ("log", ("log",), "argument", True, None),
+        ("spec", ("--spec",), "option", False, None),
+        ("from_native", ("--from",), "option", False, None),
+        ("gpu", ("--gpu",), "option", False, None),
+        ("gpus_per_node", ("--gpus-per-node",), "option", False, None),
+        ("nodes", ("--nodes",), "option", False, None),
+        ("host_ram", ("--host-ram",), "option", False, None),
+        ("as_json", ("--json",), "option", False, False),
+    ],
 }
 """Every command with its parameters as (name, flags, kind, required, default). Changing the
 CLI means editing this literal on purpose."""

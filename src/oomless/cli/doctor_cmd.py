@@ -1,0 +1,134 @@
+"""`oomless doctor LOG`: the cause of a crash, the phase it happened in and the knobs that fix it.
+
+Examples:
+    oomless doctor train.log
+    oomless doctor train.log --spec examples/seeds/s1-before.yaml
+    oomless doctor train.log --from swift run.sh --gpu RTX-3090 --json
+    dmesg | oomless doctor -
+
+Exit codes: 0 a known out-of-memory error was diagnosed, 1 nothing recognised, 2 bad input
+(unreadable log, bad spec or framework config).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Tuple
+
+import typer
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..doctor.diagnose import Diagnosis
+    from ..doctor.fit_hook import FitProposal
+    from ..doctor.fixes import Fix
+    from ..doctor.reconcile import Reconciliation
+    from ..spec.load import ResolvedRun
+
+EXIT_DIAGNOSED = 0
+"""A known out-of-memory message was found and explained."""
+EXIT_NOT_RECOGNISED = 1
+"""The log holds no message the doctor knows. Bad input exits with `oomless.errors.EXIT_BAD_INPUT`."""
+
+
+def doctor_command(
+    log: Path = typer.Argument(..., help="Crash log (any text: stderr, dmesg, Ray job logs); - reads standard input."),
+    spec: Path = typer.Option(None, "--spec", help="Run spec (YAML) of the crashed run: compare the log with its plan."),
+    from_native: Optional[Tuple[str, Path]] = typer.Option(
+        None, "--from", metavar="FRAMEWORK CONFIG",
+        help="The crashed run's framework config instead of a spec: swift, trl, verl, easyr1, openrlhf, orz, then the file.",
+    ),
+    gpu: str = typer.Option(None, "--gpu", help="GPU type when the framework config does not say (with --from)."),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the diagnosis as a JSON document."),
+) -> None:
+    """Diagnose a crash log: exit 0 diagnosed, 1 nothing recognised, 2 bad input."""
+    from .main import run_guarded
+
+    def body() -> int:
+        from ..adapters import HardwareFlags
+        from ..doctor import diagnose, read_log
+
+        diagnosis = diagnose(read_log(log))
+        run = _load_run(spec, from_native, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
+        fixes, reconciliation, fit = (diagnosis.fixes, None, None) if run is None else _with_run(diagnosis, run, spec)
+        warnings = run.warnings if run is not None else ()
+        if as_json:
+            from ..doctor.report import diagnosis_to_dict
+
+            typer.echo(json.dumps(diagnosis_to_dict(diagnosis, fixes, reconciliation, fit, warnings), indent=2))
+        else:
+            for warning in warnings:
+                typer.echo(f"warning: {warning}", err=True)
+            typer.echo(render(diagnosis, fixes, reconciliation, fit))
+        return EXIT_DIAGNOSED if diagnosis.recognised else EXIT_NOT_RECOGNISED
+
+    run_guarded(body)
+
+
+def _load_run(spec: Path | None, from_native: tuple[str, Path] | None, hardware: object) -> ResolvedRun | None:
+    from .plan_cmd import load_any
+
+    native = from_native if from_native and from_native[0] is not None else None
+    if spec is not None and native is not None:
+        raise InputError("--spec/--from", "give one of them, not both")
+    if native is not None:
+        return load_any(Path(native[1]), native[0], hardware)  # type: ignore[arg-type]
+    if spec is not None:
+        return load_any(spec, None, hardware)  # type: ignore[arg-type]
+    if any(v is not None for v in vars(hardware).values()):
+        typer.echo("warning: --gpu/--gpus-per-node/--nodes/--host-ram are ignored without --from", err=True)
+    return None
+
+
+def _with_run(diagnosis: Diagnosis, run: ResolvedRun, spec_path: Path | None) -> tuple[tuple[Fix, ...], Reconciliation | None, FitProposal | None]:
+    from ..doctor.fit_hook import propose_fit
+    from ..doctor.fixes import realise
+    from ..doctor.reconcile import reconcile
+    from ..planner.plan import make_plan
+
+    if not diagnosis.recognised:
+        return (), None, None
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    fixes = tuple(r for r in (realise(f, run.spec) for f in diagnosis.fixes) if r is not None)
+    return fixes, reconcile(diagnosis, plan), propose_fit(run, spec_path)
+
+
+def render(diagnosis: Diagnosis, fixes: tuple[Fix, ...], reconciliation: Reconciliation | None, fit: FitProposal | None) -> str:
+    """The diagnosis as a few labelled lines for a terminal."""
+    f = diagnosis.primary
+    if f is None:
+        return ("No known out-of-memory message found (PyTorch CUDA/HIP, vLLM, NCCL, Ray, kernel OOM killer, CPU allocator).\n"
+                "If the run died without one, look for 'Killed process' in `dmesg` and for the last lines of every rank.")
+    phase = diagnosis.phase
+    lines = [f"{f.kind.value} ({f.variant}) at line {f.line}: {f.message[:160]}"]
+    where = phase.phase or "unknown"
+    if phase.detail:
+        where += f" / {phase.detail}"
+    lines.append(f"  phase:  {where}" + (f"   [{phase.evidence}]" if phase.evidence else ""))
+    lines.append(f"  cause:  {diagnosis.cause}")
+    if fixes:
+        lines.append("  fixes:")
+        for fix in fixes:
+            note = "" if fix.keeps_maths else "  (changes the training maths)"
+            lines.append(f"    {fix.knob}: {fix.change} — {fix.reason}{note}")
+    if len(diagnosis.findings) > 1:
+        others = ", ".join(f"{o.kind.value} at line {o.line}" for o in diagnosis.findings if o is not f)
+        lines.append(f"  also:   {others}")
+    if reconciliation is not None:
+        lines.append(f"  plan:   {reconciliation.verdict}")
+        lines.extend(f"          note: {n}" for n in reconciliation.notes)
+    if fit is not None:
+        if fit.changes:
+            lines.append("  fit:    " + "; ".join(f"{k}: {old} → {new}" for k, old, new in fit.changes))
+        if fit.note:
+            lines.append(f"  fit:    {fit.note}")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor_command)

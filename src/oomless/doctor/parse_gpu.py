@@ -1,0 +1,244 @@
+"""Parsers of GPU memory errors: PyTorch's allocator (CUDA, HIP, every format since 1.x),
+vLLM's start-up and KV-cache checks, vLLM's cumem allocator, NCCL.
+
+Each parser scans the cleaned log for an anchor (a fixed phrase of the message), then reads the
+numbers from a window after it with small regexes, so truncated messages still give what they
+show and no regex can backtrack across the whole log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .findings import Finding, Kind
+from .sizes import UNIT_PATTERN, to_bytes, to_float, to_int
+from .text import joined_window
+
+NUM = r"(\d+(?:\.\d+)?)"
+SIZE = rf"{NUM}\s*({UNIT_PATTERN})"
+
+
+def make(kind: Kind, variant: str, text: str, offset: int, numbers: dict, labels: dict | None = None) -> Finding:
+    """A finding at ``offset``, its message being the line there. Its line number is left 0 for
+    `diagnose.find_all` to fill in one pass over the log."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset, offset + 2000)
+    line = text[start:end if end >= 0 else min(len(text), offset + 2000)].strip()
+    clean = {k: v for k, v in numbers.items() if v is not None}
+    return Finding(kind, variant, offset, 0, line[:300], clean, dict(labels or {}))
+
+
+def _size(match: re.Match[str] | None, group: int = 1) -> int | None:
+    if match is None or match.group(group) is None:
+        return None
+    return to_bytes(match.group(group), match.group(group + 1))
+
+
+# --- PyTorch caching allocator -------------------------------------------------------------------
+# Source: c10/cuda/CUDACachingAllocator.cpp (`malloc` OOM path), torch 1.x-2.x; HIP builds print
+# "HIP" for "CUDA" (hipify). Formats:
+#   current (>= 2.1): "Tried to allocate X. GPU i has a total capacity of T of which F is free.
+#     [Process P has M memory in use.]* [Including non-PyTorch memory, this process has M memory
+#     in use.] [A allowed;] Of the allocated memory X is allocated by PyTorch, [with X allocated in
+#     private pools (e.g., CUDA Graphs),] and R is reserved by PyTorch but unallocated."
+#   capacty (2.1-2.2): the same with the typo "total capacty".
+#   parenthesised (1.5-2.0): "(GPU i; T total capacity; A already allocated; F free; [X allowed;]
+#     R reserved in total by PyTorch)".
+#   legacy_cached (<= 1.4): "(GPU i; T total capacity; A already allocated; F free; C cached)".
+
+_TORCH_ANCHOR = re.compile(r"out of memory\.")
+"""Searched as a literal (fast on long logs); the device API is read from the word before."""
+_TORCH_RUNTIME = re.compile(r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory")
+_REQ = re.compile(rf"Tried to allocate\s*{SIZE}")
+_CAP = re.compile(rf"GPU\s*(\d+)\s*has a total capac(i?)ty of\s*{SIZE}(?:\s*of which\s*{SIZE}\s*is free)?")
+_PROC = re.compile(rf"Process\s*\d+\s*has\s*{SIZE}\s*memory in use")
+_THIS = re.compile(rf"this process has\s*{SIZE}\s*memory in use")
+_ALLOWED = re.compile(rf"{SIZE}\s*allowed;")
+_ALLOC = re.compile(rf"Of the allocated memory\s*{SIZE}\s*is allocated by PyTorch")
+_POOL = re.compile(rf"with\s*{SIZE}\s*allocated in private pools")
+_UNALLOC = re.compile(rf"{SIZE}\s*is reserved by PyTorch but unallocated")
+_OLD_CAP = re.compile(rf"GPU\s*(\d+)\s*;\s*{SIZE}\s*total capacity")
+_OLD_ALLOC = re.compile(rf"{SIZE}\s*already allocated")
+_OLD_FREE = re.compile(rf"{SIZE}\s*free\s*[;)]")
+_OLD_RESERVED = re.compile(rf"{SIZE}\s*reserved in total by PyTorch")
+_OLD_CACHED = re.compile(rf"{SIZE}\s*cached\s*\)")
+
+
+def _torch_current(w: str, numbers: dict) -> str:
+    cap = _CAP.search(w)
+    if cap:
+        numbers.update(gpu_index=to_int(cap.group(1)), capacity_bytes=_size(cap, 3), free_bytes=_size(cap, 5))
+    procs = [to_bytes(m.group(1), m.group(2)) for m in _PROC.finditer(w)]
+    if procs:
+        numbers.update(processes_in_use_bytes=sum(p or 0 for p in procs), num_processes_listed=len(procs))
+    numbers.update(
+        process_in_use_bytes=_size(_THIS.search(w)), allowed_bytes=_size(_ALLOWED.search(w)),
+        allocated_bytes=_size(_ALLOC.search(w)), private_pool_bytes=_size(_POOL.search(w)),
+        reserved_unallocated_bytes=_size(_UNALLOC.search(w)),
+    )
+    if cap:
+        return "current" if cap.group(2) else "capacty"
+    return "current" if numbers.get("allocated_bytes") is not None or procs else "truncated"
+
+
+def _torch_parenthesised(w: str, numbers: dict) -> str:
+    cap = _OLD_CAP.search(w)
+    numbers.update(
+        gpu_index=to_int(cap.group(1)) if cap else None, capacity_bytes=_size(cap, 2),
+        allocated_bytes=_size(_OLD_ALLOC.search(w)), free_bytes=_size(_OLD_FREE.search(w)),
+        allowed_bytes=_size(_ALLOWED.search(w)), reserved_bytes=_size(_OLD_RESERVED.search(w)),
+        cached_bytes=_size(_OLD_CACHED.search(w)),
+    )
+    return "legacy_cached" if numbers.get("cached_bytes") is not None else "parenthesised"
+
+
+def torch_oom(text: str) -> Iterator[Finding]:
+    if "out of memory" not in text:
+        return
+    for m in _TORCH_ANCHOR.finditer(text):
+        api = next((a for a in ("CUDA", "HIP") if text.endswith(a + " ", 0, m.start())), None)
+        if api is None:
+            continue
+        start = m.start() - len(api) - 1
+        w = joined_window(text, start, 1600, stop=f"{api} out of memory.")
+        numbers: dict = {"requested_bytes": _size(_REQ.search(w))}
+        old = "total capacity;" in w or _OLD_CAP.search(w) is not None
+        variant = _torch_parenthesised(w, numbers) if old else _torch_current(w, numbers)
+        yield make(Kind.torch_gpu_oom, variant, text, start, numbers, {"device_api": api.lower()})
+    for m in _TORCH_RUNTIME.finditer(text):
+        yield make(Kind.torch_gpu_oom, "cuda_runtime", text, m.start(), {}, {"device_api": "cuda"})
+
+
+# --- vLLM ----------------------------------------------------------------------------------------
+# Source: vllm/v1/worker/gpu_worker.py (`init_device`, `request_memory`), vllm/worker/worker.py
+# (`raise_if_cache_size_invalid`, V0), vllm/v1/core/kv_cache_utils.py
+# (`check_enough_kv_cache_memory`), csrc/cumem_allocator.cpp (`CUDA Error: … at file:line`).
+
+_FREE_ANCHOR = re.compile(r"Free memory on device")
+_FREE_SIZES = re.compile(r"\(\s*([\d.]+)\s*/\s*([\d.]+)\s*GiB\s*\)")
+_FREE_DEVICE = re.compile(r"on device\s+[a-z]*:(\d+)")
+_FREE_WANTED = re.compile(r"utilization\s*\(\s*([\d.]+)\s*,\s*([\d.]+)\s*GiB\s*\)")
+
+
+def vllm_startup_free_memory(text: str) -> Iterator[Finding]:
+    for m in _FREE_ANCHOR.finditer(text):
+        w = joined_window(text, m.start(), 500, stop=m.group(0))
+        if not re.search(r"on startup is less than\s*desired", w):
+            continue  # the informational start-up line, not the error
+        sizes, wanted, device = _FREE_SIZES.search(w), _FREE_WANTED.search(w), _FREE_DEVICE.search(w[:60])
+        numbers = {
+            "gpu_index": to_int(device.group(1)) if device else None,
+            "free_bytes": to_bytes(sizes.group(1), "GiB") if sizes else None,
+            "total_bytes": to_bytes(sizes.group(2), "GiB") if sizes else None,
+            "gpu_memory_utilization": to_float(wanted.group(1)) if wanted else None,
+            "requested_bytes": to_bytes(wanted.group(2), "GiB") if wanted else None,
+        }
+        yield make(Kind.vllm_startup_free_memory, "v1", text, m.start(), numbers)
+
+
+_NO_BLOCKS = re.compile(r"No available memory for the cache blocks|# GPU blocks: 0\b")
+
+
+def vllm_no_cache_blocks(text: str) -> Iterator[Finding]:
+    for m in _NO_BLOCKS.finditer(text):
+        variant = "gpu_blocks_zero" if m.group(0).startswith("#") else "error"
+        yield make(Kind.vllm_no_cache_blocks, variant, text, m.start(), vllm_context(text, m.start()))
+
+
+_SEQ_ANCHOR = re.compile(r"max seq len\s*\(")
+_SEQ_V0 = re.compile(r"max seq len\s*\((\d+)\)\s*is larger than the maximum number of tokens that can be stored in KV cache\s*\((\d+)\)")
+_SEQ_V0_LEN = re.compile(r"max seq len\s*\((\d+)\)\s*is larger than the maximum number of tokens")
+_SEQ_V1 = re.compile(rf"max seq len\s*\((\d+)\),?\s*\(\s*{SIZE}\s*KV cache is needed")
+_SEQ_V1_AVAIL = re.compile(rf"available KV cache memory\s*\(\s*{SIZE}\s*\)")
+_SEQ_V1_EST = re.compile(r"estimated maximum model length is\s*(\d+)")
+
+
+def vllm_max_seq_len(text: str) -> Iterator[Finding]:
+    for m in _SEQ_ANCHOR.finditer(text):
+        w = joined_window(text, m.start(), 700, stop="max seq len")
+        v0, v0_len, v1 = _SEQ_V0.search(w), _SEQ_V0_LEN.search(w), _SEQ_V1.search(w)
+        is_v1 = v1 or "KV cache is needed" in w[:200] or "at least one request" in text[max(0, m.start() - 80):m.start()]
+        if not (v0 or v0_len or is_v1):
+            continue
+        numbers = vllm_context(text, m.start())
+        if v0 or v0_len:
+            numbers["max_model_len"] = to_int((v0 or v0_len).group(1))
+            numbers["kv_cache_tokens"] = to_int(v0.group(2)) if v0 else numbers.get("kv_cache_tokens")
+            yield make(Kind.vllm_max_seq_len, "v0", text, m.start(), numbers)
+        else:
+            est = _SEQ_V1_EST.search(w)
+            numbers.update(
+                max_model_len=to_int(v1.group(1)) if v1 else None, kv_needed_bytes=_size(v1, 2),
+                kv_available_bytes=_size(_SEQ_V1_AVAIL.search(w)),
+                estimated_max_model_len=to_int(est.group(1)) if est else None,
+            )
+            yield make(Kind.vllm_max_seq_len, "v1", text, m.start(), numbers)
+
+
+_CUMEM = re.compile(r"CUDA Error: out of memory at\s*\S*?cumem_allocator\.cpp:(\d+)|cuMemCreate CUDA_ERROR_OUT_OF_MEMORY")
+
+
+def vllm_wake_up_oom(text: str) -> Iterator[Finding]:
+    for m in _CUMEM.finditer(text):
+        if m.group(1):
+            yield make(Kind.vllm_wake_up_oom, "cumem", text, m.start(), {"cumem_source_line": to_int(m.group(1))})
+        else:
+            yield make(Kind.vllm_wake_up_oom, "torch_memory_saver", text, m.start(), {})
+
+
+# Context lines vLLM logs while sizing its budget (V0 worker.py, V1 gpu_worker.py / kv_cache_utils.py).
+_CONTEXT: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("total_gpu_memory_bytes", re.compile(r"total_gpu_memory\s*[=(]\s*([\d.]+)\s*GiB"), "GiB"),
+    ("gpu_memory_utilization", re.compile(r"gpu_memory_utilization\s*[=(]\s*([\d.]+)"), ""),
+    ("peak_torch_memory_bytes", re.compile(r"peak_torch_memory=([\d.]+)GiB"), "GiB"),
+    ("non_torch_memory_bytes", re.compile(r"non_torch_memory(?:=| takes )([\d.]+)\s*GiB"), "GiB"),
+    ("kv_cache_bytes", re.compile(r"kv_cache_size=([\d.]+)GiB|reserved for KV Cache is ([\d.]+)\s*GiB|Available KV cache memory:\s*([\d.]+)\s*GiB"), "GiB"),
+    ("weights_bytes", re.compile(r"(?:Loading model weights|Model loading) took ([\d.]+)\s*G(?:i)?B|model weights take ([\d.]+)\s*GiB"), "GiB"),
+    ("num_gpu_blocks", re.compile(r"# GPU blocks: (\d+)"), ""),
+    ("kv_cache_tokens", re.compile(r"GPU KV cache size: ([\d,]+) tokens"), ""),
+    ("max_model_len", re.compile(r"max_seq_len=(\d+)"), ""),
+)
+CONTEXT_SPAN = 8_000
+"""Characters before an error searched for vLLM's context lines."""
+
+
+def vllm_context(text: str, offset: int) -> dict:
+    """Numbers vLLM logged before the error (the last value of each)."""
+    before = text[max(0, offset - CONTEXT_SPAN):offset + 400]
+    out: dict = {}
+    for key, pattern, unit in _CONTEXT:
+        last = None
+        for last in pattern.finditer(before):
+            pass
+        if last is None:
+            continue
+        raw = next(g for g in last.groups() if g is not None)
+        if unit:
+            out[key] = to_bytes(raw, unit)
+        elif key == "gpu_memory_utilization":
+            out[key] = to_float(raw)
+        else:
+            out[key] = to_int(raw)
+    return out
+
+
+# --- NCCL ----------------------------------------------------------------------------------------
+# Source: NCCL src/include/alloc.h / enqueue.cc (`WARN Cuda failure 'out of memory'`, "Failed to
+# CUDA calloc N bytes"); older NCCL prints "init.cu:218 WARN Cuda failure 'out of memory'".
+
+_NCCL = re.compile(r"Cuda failure (?:\d+ )?'out of memory'", re.IGNORECASE)
+_NCCL_SOURCE = re.compile(r"([\w./-]+\.(?:cc|cu|h|cpp)):(\d+)\s+(?:NCCL\s+)?WARN\s*$")
+_NCCL_CALLOC = re.compile(r"Failed to CUDA calloc (\d+) bytes")
+
+
+def nccl_oom(text: str) -> Iterator[Finding]:
+    if "out of memory'" not in text:
+        return
+    for m in _NCCL.finditer(text):
+        head = text[max(0, text.rfind("\n", 0, m.start()) + 1):m.start()]
+        src = _NCCL_SOURCE.search(head.rstrip())
+        calloc = _NCCL_CALLOC.search(text, m.end(), m.end() + 600)
+        numbers = {"failed_alloc_bytes": to_int(calloc.group(1)) if calloc else None}
+        labels = {"source": f"{src.group(1)}:{src.group(2)}"} if src else {}
+        yield make(Kind.nccl_oom, "nccl", text, m.start(), numbers, labels)
