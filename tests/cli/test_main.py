@@ -44,6 +44,12 @@ EXPECTED_SURFACE = {
         ("export", ("--export",), "option", False, None),
         ("as_json", ("--json",), "option", False, False),
     ],
+    "export": [
+        ("spec", ("spec",), "argument", True, None),
+        ("to", ("--to",), "option", True, None),
+        ("out_dir", ("--out-dir",), "option", False, Path(".")),
+        ("force", ("--force",), "option", False, False),
+    ],
     "models": [],
     "gpus": [],
     "schema": [],

@@ -1,0 +1,44 @@
+"""`oomless export SPEC --to FRAMEWORK`: write a spec as a framework's launch command/config.
+
+Examples:
+    oomless export examples/seeds/s1-after.yaml --to swift --out-dir run/
+    oomless export examples/quickstart.yaml --to trl --out-dir trl-run/ --force
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def export_command(
+    spec: Path = typer.Argument(..., help="Run spec (YAML)."),
+    to: str = typer.Option(..., "--to", help="Framework: swift, trl, verl, easyr1, openrlhf, orz, vlmr1."),
+    out_dir: Path = typer.Option(Path("."), "--out-dir", help="Folder for the files written. Default: here."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files that exist (never the input spec)."),
+) -> None:
+    """Write SPEC in FRAMEWORK's own form with the memory knobs set; exit 0 written, 2 bad input."""
+    from .main import run_guarded
+
+    def body() -> int:
+        from ..adapters import export_native
+        from ..errors import InputError
+        from ..spec.load import load_run
+
+        run = load_run(spec)
+        original = spec.read_bytes()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = export_native(to, run.spec, out_dir, force)
+        if any(path.resolve() == spec.resolve() for path in written):
+            spec.write_bytes(original)  # --force must never cost the user their spec
+            raise InputError("--out-dir", f"an exported file has the input spec's name {spec}; choose another --out-dir")
+        for path in written:
+            typer.echo(str(path))
+        return 0
+
+    run_guarded(body)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export_command)
