@@ -74,7 +74,7 @@ def render_comparison(comparison: dict[str, Any]) -> None:
     out = Console(width=140)
     d = comparison["differences"]
     for line, fits in zip(headline(comparison), (d["verdict"]["before"], d["verdict"]["after"])):
-        out.print(line, style="bold green" if fits else "bold red", highlight=False)
+        out.print(line, style="bold green" if fits else "bold red", highlight=False, soft_wrap=True)
     fields = Table(title="Spec fields that differ (defaults filled in)")
     for col in ("field", "before", "after"):
         fields.add_column(col)
