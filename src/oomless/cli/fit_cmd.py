@@ -21,11 +21,6 @@ if TYPE_CHECKING:
     from ..fit.probe import Margin
     from ..spec.run import RunSpec
 
-DEFAULT_MARGIN_FRACTION = 0.05
-"""Without --margin/--margin-fraction every constraint keeps 5 % of its device's capacity free
-(the planner's known unknowns, e.g. vLLM's profile peak, are a few GiB on large GPUs)."""
-
-
 def fit_command(
     spec: Path = typer.Argument(..., help="Run spec (YAML)."),
     margin: float = typer.Option(None, "--margin", metavar="GIB", help="GiB every GPU and host constraint must keep free."),
@@ -92,6 +87,7 @@ def fit_command(
 
 def _margin(gib: float | None, fraction: float | None) -> Margin:
     from ..fit.probe import Margin
+    from ..fit.search import DEFAULT_MARGIN_FRACTION
     from ..units import gib_to_bytes
 
     if gib is not None and fraction is not None:

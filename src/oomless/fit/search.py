@@ -31,6 +31,9 @@ from .probe import Context, Margin, Region, slack_vector
 from .region_search import Counts, search_region
 from .space import MathSetting, factors, math_levels
 
+DEFAULT_MARGIN_FRACTION = 0.05
+"""Unless told otherwise every constraint keeps 5 % of its device's capacity free (the planner's
+known unknowns, e.g. vLLM's profile peak, are a few GiB on large GPUs)."""
 CHANGE_COST_FRACTION = 0.01
 """A changed field must buy 1 % of the step time to be preferred (ties go to fewer changes)."""
 CANDIDATES_PER_REGION = 64
@@ -40,7 +43,7 @@ RECHECK_BUDGET = 400
 
 @dataclass(frozen=True)
 class FitOptions:
-    margin: Margin = Margin()
+    margin: Margin = Margin(fraction=DEFAULT_MARGIN_FRACTION)
     allow: frozenset[str] = frozenset()
     top_k: int = 5
 
