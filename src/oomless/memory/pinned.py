@@ -30,6 +30,8 @@ Known limitations:
 
 from __future__ import annotations
 
+import functools
+
 import math
 from collections.abc import Iterable
 
@@ -343,6 +345,7 @@ def vllm_weight_request_sizes(arch: ModelArch, tensor_parallel_size: int) -> tup
     return tuple(x * C.BF16_BYTES for x in numels)
 
 
+@functools.lru_cache(maxsize=256)
 def vllm_sleep_backup_bytes(arch: ModelArch, tensor_parallel_size: int) -> int:
     """Pinned bytes one vLLM worker holds after ``sleep(level=1)``: one pinned
     ``torch.empty(size, uint8, pin_memory=True)`` per segment of the "weights" pool, each
