@@ -53,6 +53,14 @@ EXPECTED_SURFACE = {
     "models": [],
     "gpus": [],
     "schema": [],
+    "train": [
+        ("spec", ("spec",), "argument", True, None),
+        ("force", ("--force",), "option", False, False),
+        ("fit", ("--fit",), "option", False, False),
+        ("output_dir", ("--output-dir",), "option", False, None),
+        ("max_steps", ("--max-steps",), "option", False, None),
+        ("resume", ("--resume",), "option", False, False),
+    ],
     "doctor": [
         ("log", ("log",), "argument", True, None),
         ("spec", ("--spec",), "option", False, None),

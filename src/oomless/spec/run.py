@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from .base import Frozen as _Frozen
 from .sections import ExtraModel, Placement, RewardModel, Vision
+from .train_section import TrainSection
 
 from .enums import (
     Algorithm,
@@ -232,6 +233,7 @@ class RunSpec(_Frozen):
     critic: ExtraModel = Field(ExtraModel(), description="PPO's value model (a causal LM with a value head).")
     reward_model: RewardModel = RewardModel()
     placement: Placement = Placement()
+    train: TrainSection | None = Field(None, description="Data, rewards and optimiser of `oomless train` (ignored by `plan`).")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> RunSpec:

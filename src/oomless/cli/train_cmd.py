@@ -1,0 +1,52 @@
+"""`oomless train SPEC`: plan the run, refuse it unless it fits, then train GRPO on TRL with
+per-phase memory telemetry, and print the plan against what was measured.
+
+Examples:
+    oomless train examples/tiny-arith.yaml                  # tiny model built locally, CPU, ~1-3 min
+    oomless train examples/tiny-arith.yaml --max-steps 20 --output-dir /tmp/arith
+    oomless train examples/tiny-arith.yaml --resume         # continue from the last checkpoint
+    oomless train my-run.yaml --fit                         # train oomless fit's configuration
+    oomless train my-run.yaml --force                       # train although the plan does not fit
+
+Exit codes: 0 trained, 1 refused (the plan does not fit), 2 bad input or a run this machine
+cannot do (QLoRA or vLLM without a GPU, missing `train:` section). Needs `oomless[train]`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def train_command(
+    spec: Path = typer.Argument(..., help="Run spec (YAML) with a `train:` section."),
+    force: bool = typer.Option(False, "--force", help="Train even when the plan does not fit."),
+    fit: bool = typer.Option(False, "--fit", help="Train the configuration `oomless fit` finds for the spec."),
+    output_dir: Path = typer.Option(None, "--output-dir", help="Checkpoints and telemetry. Default: train.output_dir."),
+    max_steps: int = typer.Option(None, "--max-steps", min=1, help="Optimizer steps. Default: train.max_steps."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in the output folder."),
+) -> None:
+    """Train GRPO on TRL with the plan applied; exit 0 trained, 1 refused (does not fit), 2 bad input."""
+    from .main import run_guarded
+
+    def body() -> int:
+        try:
+            from ..train.run import TrainOptions, train
+        except ImportError as err:
+            from ..errors import InputError
+
+            raise InputError("train", f"needs the train extra ({err.name} is missing): pip install 'oomless[train]'") from None
+        options = TrainOptions(force=force, fit=fit, output_dir=output_dir, max_steps=max_steps, resume=resume)
+        outcome = train(spec, options, say=lambda line: typer.echo(line, err=True))
+        if outcome.output_dir is not None:
+            from .train_render import render_outcome
+
+            render_outcome(outcome)
+        return outcome.exit_code
+
+    run_guarded(body)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train_command)
