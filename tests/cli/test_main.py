@@ -71,6 +71,15 @@ EXPECTED_SURFACE = {
         ("host_ram", ("--host-ram",), "option", False, None),
         ("as_json", ("--json",), "option", False, False),
     ],
+    "trace": [
+        ("spec", ("spec",), "argument", False, None),
+        ("as_json", ("--json",), "option", False, False),
+        ("model", ("--model",), "option", False, None),
+        ("micro_batch", ("--micro-batch",), "option", False, None),
+        ("prompt_tokens", ("--prompt-tokens",), "option", False, None),
+        ("completion_tokens", ("--completion-tokens",), "option", False, None),
+        ("checkpointing", ("--checkpointing", "--no-checkpointing"), "option", False, None),
+    ],
 }
 """Every command with its parameters as (name, flags, kind, required, default). Changing the
 CLI means editing this literal on purpose."""

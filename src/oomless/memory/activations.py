@@ -1,129 +1,355 @@
 """Activation memory of a decoder-only transformer in training and in no-grad forwards.
 
-Bytes per token per decoder layer are derived tensor by tensor from what autograd saves in
-the Hugging Face Llama/Qwen2 decoder layer (transformers `models/llama/modeling_llama.py`,
-`models/qwen2/modeling_qwen2.py`), in the style of Korthikanti et al. 2022 (arXiv 2205.05198,
-§4.1, which gives sbh(34 + 5as/h) for GPT-style layers with dropout). Symbols: h hidden,
-q = heads·head_dim, k = kv_heads·head_dim, I intermediate, n_h heads, s sequence length.
+Every term is derived tensor by tensor from what autograd keeps in the Hugging Face decoder
+(transformers 5.23 `models/llama/modeling_llama.py`, `models/qwen2/modeling_qwen2.py`,
+`models/qwen3/…`, `models/qwen3_moe/…`, `models/gemma2|gemma3/…`) when the attention runs as
+the GPU kernels run it (`oomless.trace.attention`), in the style of Korthikanti et al. 2022
+(arXiv 2205.05198, §4.1). Each storage is counted once: a view (a transpose, a reshape, the
+`.contiguous()` of an already contiguous tensor) adds nothing. The terms were checked against
+`oomless trace` (fake-tensor traces of the same step; `tests/trace/`), and the coefficients
+where families differ structurally come from the traced calibration table
+(`activation_calibration.py`).
 
-Assumes: bf16 activations; no dropout (attention_dropout 0 in these models); RMSNorm as HF
-writes it (upcast to fp32); SwiGLU MLP; whole sequences padded to the longest (worst case).
+Symbols: h hidden, q = heads·head_dim, kv = kv_heads·head_dim, d head_dim, n_h heads,
+n_kv kv heads, I intermediate, s sequence length, b sequences, L layers.
+
+Source (kernels): PyTorch `aten/src/ATen/native/transformers/attention.cpp` (CUDA dispatch,
+`convert_boolean_attn_mask`, `preprocess_mask`) and the meta kernels of torch 2.13.
+Assumes: bf16 activations; dropout 0 (these models' configs); every sequence padded to the
+longest (a padding mask is present, so sdpa takes the mask path and flash-attention the varlen
+path); transformers' defaults for training (use_cache False; non-reentrant checkpointing of
+every decoder layer, `GradientCheckpointingLayer`); full fine-tuning. Known limitations: LoRA
+adds PEFT's branch tensors (`lora_saved_bytes_per_token`) to the full fine-tuning layer, an
+estimate the trace does not confirm (a frozen base keeps fewer tensors, its adapters' backward
+more); CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`).
 """
 
 from __future__ import annotations
 
+import math
+
 from ..catalog.models import ModelArch
 from ..spec.run import AttentionImpl
 from . import constants as C
+from .activation_calibration import FamilyCoefficients, family_coefficients
 
 B = C.BF16_BYTES
 F = C.FP32_BYTES
+INDEX_BYTES = 8
+"""int64 indices (positions, flash's unpad indices, MoE routing)."""
+SMALL_TENSOR_BYTES = C.CUDA_MIN_BLOCK_BYTES
+"""A scalar or tiny tensor still takes one 512-B block of the caching allocator."""
 
 RMSNORM_SAVED_BYTES_PER_ELEMENT = F + B
 """HF RMSNorm saves its fp32 upcast input (for pow/mul backward) and the bf16 normalised
 value (for the weight multiply): 4 + 2 bytes per hidden element."""
+INVERSE_RMS_BYTES = F
+"""`torch.rsqrt(variance + eps)`: one fp32 per token and per norm, saved by the multiply."""
+NORM_OUTPUTS_CONSUMED_PER_LAYER = 2
+"""Norm outputs saved by the linears that read them: the q/k/v input and the MLP input.
+Gemma's post-attention/post-feed-forward norms feed a residual add, which saves nothing."""
+SDPA_RNG_STATE_BYTES = 2 * SMALL_TENSOR_BYTES
+"""The memory-efficient kernel's philox seed and offset (int64 scalars), kept per call."""
+FLASH_VARLEN_CONSTANT_BYTES = 3 * SMALL_TENSOR_BYTES
+"""Varlen flash keeps cu_seqlens, the rng seed and offset per call."""
+MEM_EFFICIENT_LSE_ALIGNMENT = 32
+"""The memory-efficient kernel's fp32 log-sum-exp is [b, n_h, ⌈s/32⌉·32] (torch `_meta_registrations`)."""
+MEM_EFFICIENT_BIAS_ALIGNMENT = 16
+"""PyTorch `preprocess_mask`: a bias whose last dimension is not a multiple of 16 is padded,
+after being expanded to all heads (so the padded copy has n_h rows per query)."""
+MOE_ROUTING_INDEX_TENSORS = 4
+"""transformers 5.23 grouped-mm MoE keeps per (token, expert) pair: the top-k indices, the
+sort permutation, the expert ids (floor_divide) and the inverse permutation (int64 each)."""
+MOE_COMBINE_BACKWARD_TEMPORARIES = 3
+"""MoE backward starts at the combine (sum over the k experts of the re-ordered, weighted
+outputs): the expanded per-pair gradient, the zero-filled gradient of the re-ordering and its
+`index_put`, three bf16 [pairs, h] tensors, while every tensor the experts keep is alive."""
+GRAD_IN_BYTES_PER_ELEMENT = B
+"""The gradient of a layer's output (the residual stream), alive through the layer's backward."""
+
+_LAYER_BWD_TEMPORARIES_MLP = 3
+"""MLP backward (down_proj, then the gate·up product): the product's gradient and the gate
+and up gradients, three bf16 [.., I] tensors, while the product itself has been freed."""
+
+
+def _coef(arch: ModelArch) -> FamilyCoefficients:
+    return family_coefficients(arch.text_model_type)
 
 
 def rmsnorm_saved_bytes_per_token(hidden: int) -> int:
+    """HF Llama RMSNorm, without the inverse RMS (used by the vision towers)."""
     return RMSNORM_SAVED_BYTES_PER_ELEMENT * hidden
 
 
-def attention_saved_bytes_per_token(arch: ModelArch, attention: AttentionImpl, seq_len: int) -> int:
-    """Bytes autograd keeps per token for one self-attention block (after its norm).
+def _q(arch: ModelArch) -> int:
+    return arch.num_attention_heads * arch.head_dim
 
-    - Input of q/k/v projections (the norm's bf16 output): 2h.
-    - sdpa: transformers expands K/V to all heads (`repeat_kv`) when a padding mask is given,
-      and SDPA's memory-efficient kernel saves q, k, v, out and fp32 log-sum-exp:
-      2q·4 + 4·n_h. Source: transformers `integrations/sdpa_attention.py`,
-      PyTorch `_scaled_dot_product_efficient_attention` backward signature.
-    - flash_attention_2: no expansion: 2q (q) + 2k·2 (k, v) + 2q (out) + 4·n_h (lse).
-      Source: flash-attn `FlashAttnFunc.forward` save_for_backward.
-    - eager: q and expanded k, fp32 softmax output and its bf16 copy (s values per head),
-      expanded v: 2q·3 + (4 + 2)·n_h·s. Source: transformers `eager_attention_forward`.
-    - o_proj input (contiguous reshape of the attention output): 2q.
-    No s×s term except eager: flash and memory-efficient kernels never store scores.
+
+def _kv(arch: ModelArch) -> int:
+    return arch.num_kv_heads * arch.head_dim
+
+
+# --- one decoder layer: what autograd keeps, per sequence of s tokens ------------------------
+
+
+def num_decoder_norms(arch: ModelArch) -> int:
+    """Llama: input and post-attention norms; Gemma 2/3 add pre/post feed-forward norms."""
+    return 4 if arch.sandwich_norm else 2
+
+
+def decoder_norm_saved_bytes_per_token(arch: ModelArch, width: int, rows: int = 1) -> int:
+    """One RMSNorm over ``rows`` vectors of ``width`` per token (q/k norms: a row per head),
+    without its output: fp32 upcast + bf16 cast (Gemma: fp32 normalised value) + inverse RMS."""
+    return _coef(arch).norm_saved_bytes_per_element * width * rows + INVERSE_RMS_BYTES * rows
+
+
+def norms_saved_bytes_per_token(arch: ModelArch) -> int:
+    """The layer's norms and the two outputs that linears keep (2h each)."""
+    norms = num_decoder_norms(arch) * decoder_norm_saved_bytes_per_token(arch, arch.hidden_size)
+    return norms + NORM_OUTPUTS_CONSUMED_PER_LAYER * B * arch.hidden_size
+
+
+def qk_norm_saved_bytes_per_token(arch: ModelArch) -> int:
+    """Qwen3/Gemma 3 normalise q and k per head before RoPE; RoPE keeps only cos/sin, so the
+    norms' outputs are not kept."""
+    if not arch.qk_norm:
+        return 0
+    d = arch.head_dim
+    return (decoder_norm_saved_bytes_per_token(arch, d, arch.num_attention_heads)
+            + decoder_norm_saved_bytes_per_token(arch, d, arch.num_kv_heads))
+
+
+def sdpa_bias_bytes_per_sequence(arch: ModelArch, seq_len: int) -> int:
+    """The additive bf16 mask PyTorch makes from the bool mask in every SDPA call and the
+    memory-efficient kernel keeps: [1, s, s] per sequence, or [n_h, s, ⌈s/16⌉·16] when s is not
+    a multiple of 16 (padded after the expansion to all heads)."""
+    align = MEM_EFFICIENT_BIAS_ALIGNMENT
+    if seq_len % align == 0:
+        return B * seq_len * seq_len
+    return B * arch.num_attention_heads * seq_len * math.ceil(seq_len / align) * align
+
+
+def attention_core_saved_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int) -> int:
+    """What the attention keeps after the q/k/v projections (whose input the norms count).
+
+    - sdpa (memory-efficient kernel, mask path): q; k and v expanded to all heads by
+      `repeat_kv` (or already all heads); the output, allocated [b, s, h, d] and returned
+      transposed, so `.contiguous()` before o_proj is free and o_proj keeps the same storage;
+      fp32 log-sum-exp [n_h, ⌈s/32⌉·32]; the bf16 bias (`sdpa_bias_bytes_per_sequence`).
+    - flash_attention_2 (varlen): the unpadded copies of q, k, v ([tokens, heads, d]), the
+      output, fp32 log-sum-exp [n_h, tokens], the zero-filled padded output o_proj keeps, and
+      the int64 unpad indices.
+    - eager: a contiguous copy of q for the batched matmul, expanded k and v, the scores
+      (fp32 softmax + bf16 probabilities per score; Gemma 2's soft-cap keeps its `tanh` too:
+      `eager_score_saved_bytes`), the contiguous transposed output.
+    Source: transformers `integrations/sdpa_attention.py`, `modeling_flash_attention_utils.py`,
+    `eager_attention_forward`; PyTorch `scaled_dot_product_attention` (CUDA dispatch).
     """
-    h, q = arch.hidden_size, arch.num_attention_heads * arch.head_dim
-    kv = arch.num_kv_heads * arch.head_dim
-    n_h = arch.num_attention_heads
-    proj_input = B * h
+    q, kv, n_h, s = _q(arch), _kv(arch), arch.num_attention_heads, seq_len
     if attention == AttentionImpl.sdpa:
-        core = 4 * B * q + F * n_h
-    elif attention == AttentionImpl.flash_attention_2:
-        core = B * q + 2 * B * kv + B * q + F * n_h
-    else:
-        core = 3 * B * q + (F + B) * n_h * seq_len
-    o_proj_input = B * q
-    return proj_input + core + o_proj_input
+        lse = F * n_h * math.ceil(s / MEM_EFFICIENT_LSE_ALIGNMENT) * MEM_EFFICIENT_LSE_ALIGNMENT
+        return 4 * B * q * s + lse + sdpa_bias_bytes_per_sequence(arch, s)
+    if attention == AttentionImpl.flash_attention_2:
+        return (B * q + 2 * B * kv + B * q + F * n_h + B * q + INDEX_BYTES) * s
+    return 4 * B * q * s + _coef(arch).eager_score_saved_bytes * n_h * s * s
 
 
 def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
-    """SwiGLU MLP: input 2h (shared by gate/up), gate output 2I (SiLU backward), SiLU output
-    2I and up output 2I (product backward), product 2I (down_proj input) = 2h + 8I.
+    """Gated MLP (SwiGLU, Gemma's GELU-tanh): gate output (activation backward), activation
+    and up outputs (product backward), the product (down_proj input): 4 × 2I. The input is the
+    norm output (`norms_saved_bytes_per_token`).
 
-    MoE layers: each token passes top-k routed experts (and shared experts), so the I-terms
-    scale with k·I_moe + I_shared; router logits fp32 per expert. Source: transformers
-    `models/qwen3_moe/modeling_qwen3_moe.py`.
+    MoE (transformers 5.23 grouped-mm experts, `integrations/moe.py`): per (token, expert)
+    pair the gathered input (2h), the fused gate_up output (2·2I_moe), activation and product
+    (2I_moe each) and the down output kept for the routing-weight multiply (2h), the bf16
+    routing weight and four int64 routing indices; per token the fp32 router softmax over the
+    experts. Shared experts are a dense gated MLP.
     """
     h = arch.hidden_size
-    if arch.num_experts:
-        routed = arch.num_experts_per_tok * arch.moe_intermediate_size
-        shared = arch.shared_expert_intermediate_size or arch.num_shared_experts * arch.moe_intermediate_size
-        router = F * arch.num_experts
-        return B * h + 4 * B * (routed + shared) + router
-    return B * h + 4 * B * arch.intermediate_size
+    if not arch.num_experts:
+        return 4 * B * arch.intermediate_size
+    k, i_moe = arch.num_experts_per_tok, arch.moe_intermediate_size
+    per_pair = B * h + 2 * B * i_moe + B * i_moe + B * i_moe + B * h + B + MOE_ROUTING_INDEX_TENSORS * INDEX_BYTES
+    shared = arch.shared_expert_intermediate_size or arch.num_shared_experts * i_moe
+    return k * per_pair + F * arch.num_experts + 4 * B * shared
 
 
-def decoder_layer_saved_bytes_per_token(arch: ModelArch, attention: AttentionImpl, seq_len: int) -> int:
-    """All bytes one decoder layer saves for backward, per token, without checkpointing:
-    two RMSNorms + attention block + MLP block (residual adds save nothing)."""
-    norms = 2 * rmsnorm_saved_bytes_per_token(arch.hidden_size)
-    return norms + attention_saved_bytes_per_token(arch, attention, seq_len) + mlp_saved_bytes_per_token(arch)
+def decoder_layer_saved_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0) -> int:
+    """All bytes one decoder layer keeps for backward for one sequence (no checkpointing)."""
+    per_token = norms_saved_bytes_per_token(arch) + qk_norm_saved_bytes_per_token(arch) + mlp_saved_bytes_per_token(arch) + lora_per_token
+    return per_token * seq_len + attention_core_saved_bytes_per_sequence(arch, attention, seq_len)
+
+
+def decoder_layer_constant_bytes(arch: ModelArch, attention: AttentionImpl) -> int:
+    """Per layer and per forward, whatever the batch: kernel rng state, varlen offsets,
+    Gemma's fp32 ``1 + w`` norm weights, the MoE expert offsets."""
+    kernel = {AttentionImpl.sdpa: SDPA_RNG_STATE_BYTES, AttentionImpl.flash_attention_2: FLASH_VARLEN_CONSTANT_BYTES}
+    per_norm = _coef(arch).norm_weight_copy_bytes_per_element
+    norms = num_decoder_norms(arch) * per_norm * arch.hidden_size + (2 * per_norm * arch.head_dim if arch.qk_norm else 0)
+    moe = SMALL_TENSOR_BYTES if arch.num_experts else 0
+    return kernel.get(attention, 0) + norms + moe
+
+
+# --- the whole model -----------------------------------------------------------------------
+
+
+def rotary_table_bytes(arch: ModelArch, seq_len: int) -> int:
+    """cos and sin, [1, s, d] bf16 each, computed once per forward and kept by RoPE's multiplies."""
+    return _coef(arch).rotary_tables * 2 * B * seq_len * arch.head_dim
+
+
+def head_saved_bytes_per_token(arch: ModelArch) -> int:
+    """The final norm (without its output: the LM head keeps only the completion rows of it,
+    counted with the logits, `logits.lm_head_input_bytes`)."""
+    return decoder_norm_saved_bytes_per_token(arch, arch.hidden_size)
+
+
+def head_constant_bytes(arch: ModelArch) -> int:
+    return _coef(arch).norm_weight_copy_bytes_per_element * arch.hidden_size
 
 
 def checkpointed_layer_input_bytes_per_token(arch: ModelArch) -> int:
     """With gradient checkpointing each decoder layer keeps only its bf16 input (2h).
 
     Source: Korthikanti et al. 2022 §5 (full recompute: 2sbh per layer); transformers
-    `GradientCheckpointingLayer` checkpoints every decoder layer.
+    `GradientCheckpointingLayer` checkpoints every decoder layer's forward.
     """
     return B * arch.hidden_size
 
 
-def head_saved_bytes_per_token(arch: ModelArch) -> int:
-    """Final RMSNorm (6h) + lm_head input (2h). TRL slices the completion positions with
-    `logits_to_keep`, but the slice is a view whose base (all tokens) stays alive."""
-    return rmsnorm_saved_bytes_per_token(arch.hidden_size) + B * arch.hidden_size
+def num_mask_kinds(arch: ModelArch) -> int:
+    """Full-attention and sliding-window layers get different masks (Gemma, sliding Qwen)."""
+    return 2 if arch.num_sliding_window_layers and arch.num_sliding_window_layers < arch.num_layers else 1
+
+
+def checkpoint_shared_input_bytes(arch: ModelArch, attention: AttentionImpl, num_sequences: int, seq_len: int) -> int:
+    """Inputs every checkpointed layer holds besides its hidden states: the position ids
+    (int64 [s]) and the mask transformers built — sdpa a bool [b, 1, s, s], eager a bf16 one,
+    flash-attention the bool [b, s] padding mask — one per mask kind."""
+    b, s = num_sequences, seq_len
+    mask = {AttentionImpl.sdpa: b * s * s, AttentionImpl.eager: B * b * s * s}.get(attention, b * s)
+    return INDEX_BYTES * s + num_mask_kinds(arch) * mask
 
 
 def training_saved_activation_bytes(
     arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
     lora_per_token: int = 0,
 ) -> int:
-    """Activations alive at the end of the forward pass of one micro-batch (excluding logits):
-    every layer's saved tensors (with LoRA, the adapter branches' ``lora_per_token`` too), or
-    only layer inputs under checkpointing, plus the head and the dense attention mask."""
-    tokens = num_sequences * seq_len
-    per_layer = (
-        checkpointed_layer_input_bytes_per_token(arch)
-        if checkpointing
-        else decoder_layer_saved_bytes_per_token(arch, attention, seq_len) + lora_per_token
-    )
-    mask = dense_attention_mask_bytes(attention, num_sequences, seq_len)
-    return tokens * (arch.num_layers * per_layer + head_saved_bytes_per_token(arch)) + mask
+    """Activations alive at the end of the training forward of one micro-batch, except the
+    logits and the LM head's input (`logits.py`): every layer's saved tensors (with LoRA, the
+    adapter branches' ``lora_per_token`` too) or, with checkpointing, every layer's input and
+    the shared checkpoint inputs; the rotary tables; the final norm."""
+    b, s, n = num_sequences, seq_len, arch.num_layers
+    if checkpointing:
+        layers = n * b * s * checkpointed_layer_input_bytes_per_token(arch) + checkpoint_shared_input_bytes(arch, attention, b, s)
+    else:
+        layers = n * (b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token)
+                      + decoder_layer_constant_bytes(arch, attention))
+    return layers + rotary_table_bytes(arch, s) + b * s * head_saved_bytes_per_token(arch) + head_constant_bytes(arch)
+
+
+# --- backward ------------------------------------------------------------------------------
+
+
+def norm_backward_peak_bytes_per_token(arch: ModelArch) -> int:
+    """One RMSNorm's backward at its peak (`FamilyCoefficients.norm_backward_peak_bytes_per_element`)."""
+    return _coef(arch).norm_backward_peak_bytes_per_element * arch.hidden_size
+
+
+def layer_backward_peak_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0) -> int:
+    """The most one decoder layer holds during its own backward (its remaining saved tensors
+    and the temporaries), with the incoming residual gradient (2h), as the largest of:
+
+    - MLP: the product is freed after down_proj's backward; its gradient and the gate/up
+      gradients (3 × 2I) are alive while everything else of the layer is still kept.
+    - the norm before the MLP: the MLP's tensors and that norm's are freed except its fp32
+      input; the norm's backward temporaries (`norm_backward_peak_bytes_per_token`).
+    - Gemma's post-feed-forward norm, whose backward comes first, while all of the layer is kept.
+    - attention: the input norm's tensors and the attention's kept tensors with the kernel's
+      gradients (sdpa/flash: dq, dk, dv and the output gradient; eager: the fp32 gradient of
+      the probabilities and of the scores).
+    """
+    h, s = arch.hidden_size, seq_len
+    saved = decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token)
+    grad_in = GRAD_IN_BYTES_PER_ELEMENT * h * s
+    # Gemma: the post-sublayer norm's backward makes the sublayer's output gradient, besides the residual's.
+    sublayer_grad_in = 2 * grad_in if arch.sandwich_norm else grad_in
+    norm_backward = norm_backward_peak_bytes_per_token(arch) * s
+    post_mlp_norm = decoder_norm_saved_bytes_per_token(arch, h) * s if arch.sandwich_norm else 0
+    mlp_kept = mlp_saved_bytes_per_token(arch) * s
+    mlp = saved - post_mlp_norm - mlp_kept + _mlp_backward_peak_bytes_per_token(arch) * s + sublayer_grad_in
+    norm_part = (decoder_norm_saved_bytes_per_token(arch, h) + B * h) * s
+    pre_mlp_norm = saved - post_mlp_norm - mlp_kept - norm_part + norm_backward + grad_in
+    attn = norm_part + qk_norm_saved_bytes_per_token(arch) * s + _attention_backward_bytes_per_sequence(arch, attention, s) + sublayer_grad_in
+    moments = [mlp, pre_mlp_norm, attn]
+    if arch.sandwich_norm:
+        moments.append(saved - post_mlp_norm + norm_backward + grad_in)
+    return max(moments)
+
+
+def _mlp_backward_peak_bytes_per_token(arch: ModelArch) -> int:
+    """The MLP's part at its backward peak: dense, its kept tensors minus the product plus the
+    product's, gate's and up's gradients; MoE, all its kept tensors plus the combine's backward
+    (`MOE_COMBINE_BACKWARD_TEMPORARIES`)."""
+    if not arch.num_experts:
+        i = arch.intermediate_size
+        return mlp_saved_bytes_per_token(arch) - B * i + _LAYER_BWD_TEMPORARIES_MLP * B * i
+    return mlp_saved_bytes_per_token(arch) + MOE_COMBINE_BACKWARD_TEMPORARIES * arch.num_experts_per_tok * B * arch.hidden_size
+
+
+def _attention_backward_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int) -> int:
+    q, kv, n_h, s = _q(arch), _kv(arch), arch.num_attention_heads, seq_len
+    kept = attention_core_saved_bytes_per_sequence(arch, attention, s)
+    if attention == AttentionImpl.eager:
+        kept_scores = (_coef(arch).eager_score_saved_bytes - B) * n_h * s * s
+        return (2 * B * q + B * q) * s + kept_scores + 2 * F * n_h * s * s
+    kv_width = kv if attention == AttentionImpl.flash_attention_2 else q
+    return kept + (B * q + 2 * B * kv_width + B * q) * s
+
+
+TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD = 2
+"""At the very end of backward, with tied embeddings: the LM head's weight gradient and the
+embedding's, summed out of place into ``.grad``; every activation has been freed by then."""
+
+
+def tied_head_gradient_bytes(arch: ModelArch) -> int:
+    """With tied embeddings the LM head's weight gradient (bf16 V×h) is not accumulated into
+    ``.grad`` when the head's backward makes it: autograd sums it with the embedding's
+    gradient, which comes last, so it is an extra V×h through the whole backward of the
+    decoder (torch/csrc/autograd/input_buffer.cpp accumulates a view out of place)."""
+    return B * arch.vocab_size * arch.hidden_size if arch.tie_word_embeddings else 0
 
 
 def backward_transient_bytes(
     arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
     lora_per_token: int = 0,
 ) -> int:
-    """Extra memory while backpropagating through one layer: the gradient flowing in and
-    out of the layer (2 × 2h per token) and, with checkpointing, the recomputed layer's
-    saved tensors. Source: torch.utils.checkpoint recomputes one layer at a time."""
-    tokens = num_sequences * seq_len
-    grads = 2 * B * arch.hidden_size
-    recompute = decoder_layer_saved_bytes_per_token(arch, attention, seq_len) + lora_per_token if checkpointing else 0
-    return tokens * (grads + recompute)
+    """How far backward rises above `training_saved_activation_bytes`, at its largest of:
+
+    - the final norm's backward (the final norm's other tensors freed);
+    - the top decoder layer's backward (`layer_backward_peak_bytes_per_sequence`): without
+      checkpointing it replaces that layer's kept tensors; with checkpointing the layer is
+      first recomputed (torch.utils.checkpoint, non-reentrant, recomputing one layer at a time),
+      so its whole backward peak comes on top of the kept layer inputs.
+    Lower layers hold less (the layers above have been freed). With tied embeddings the LM
+    head's weight gradient waits for the embedding's (`tied_head_gradient_bytes`) through both,
+    and the embedding's backward ends with both gradients alive.
+    Source: the autograd order of the traced step (`oomless trace`).
+    """
+    b, s = num_sequences, seq_len
+    saved = training_saved_activation_bytes(arch, attention, checkpointing, b, s, lora_per_token)
+    without_head = saved - b * s * head_saved_bytes_per_token(arch) + tied_head_gradient_bytes(arch)
+    final_norm = without_head + b * s * norm_backward_peak_bytes_per_token(arch)
+    layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token)
+    if checkpointing:
+        top_layer = without_head + layer + decoder_layer_constant_bytes(arch, attention)
+    else:
+        top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token) + layer
+    embedding = TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD * tied_head_gradient_bytes(arch)
+    return max(final_norm, top_layer, embedding, saved) - saved
+
+
+# --- no-grad forwards ------------------------------------------------------------------------
 
 
 def inference_layer_peak_bytes_per_token(arch: ModelArch, tensor_parallel_size: int = 1) -> int:
@@ -136,8 +362,8 @@ def inference_layer_peak_bytes_per_token(arch: ModelArch, tensor_parallel_size: 
     `MergedColumnParallelLinear` + `SiluAndMul` hold the same three I-sized tensors.
     """
     t = tensor_parallel_size
-    h, q = arch.hidden_size, arch.num_attention_heads * arch.head_dim
-    kv = arch.num_kv_heads * arch.head_dim
+    h, q = arch.hidden_size, _q(arch)
+    kv = _kv(arch)
     inter = (
         arch.num_experts_per_tok * arch.moe_intermediate_size
         + (arch.shared_expert_intermediate_size or arch.num_shared_experts * arch.moe_intermediate_size)
@@ -157,14 +383,14 @@ def inference_forward_peak_bytes(arch: ModelArch, num_tokens: int, tensor_parall
 
 
 def dense_attention_mask_bytes(attention: AttentionImpl, num_sequences: int, seq_len: int) -> int:
-    """The 4-D additive mask [b, 1, s, s] transformers builds in the model dtype for sdpa with
-    padding and for eager; one tensor shared by every layer (saved once for backward).
-    flash_attention_2 takes the padding as cu_seqlens and has no such mask.
-    Source: transformers `modeling_attn_mask_utils._prepare_4d_causal_attention_mask_for_sdpa`
-    and `masking_utils` (bf16 min-value mask). Assumes: prompts are padded (batched GRPO)."""
-    if attention == AttentionImpl.flash_attention_2:
-        return 0
-    return num_sequences * seq_len * seq_len * B
+    """Mask bytes alive while a layer attends in a no-grad forward: transformers' bool
+    [b, 1, s, s] mask for sdpa (1 B) and the bf16 additive mask PyTorch converts it to in the
+    call (2 B); eager's bf16 mask; flash-attention takes the padding as cu_seqlens.
+    Source: transformers `masking_utils.sdpa_mask`/`eager_mask`; PyTorch
+    `convert_boolean_attn_mask`. Assumes: prompts are padded (batched GRPO) and s a multiple
+    of 16 (else the converted mask is padded per head, `sdpa_bias_bytes_per_sequence`)."""
+    elements = num_sequences * seq_len * seq_len
+    return {AttentionImpl.sdpa: (1 + B) * elements, AttentionImpl.eager: B * elements}.get(attention, 0)
 
 
 def lora_saved_bytes_per_token(in_features_of_targets: list[int], rank: int, dropout: bool) -> int:
@@ -174,6 +400,7 @@ def lora_saved_bytes_per_token(in_features_of_targets: list[int], rank: int, dro
     (a bool mask is saved when p > 0) and saves the fp32 input of lora_A (4·d_in) and of
     lora_B (4·r); the sum with the base output saves nothing.
     Source: peft/tuners/lora/layer.py (`Linear.forward`, autocast_adapter_dtype=True).
+    Not traced (the tracer runs full fine-tuning).
     """
     mask = 1 if dropout else 0
     return sum((F + mask) * d_in + F * rank for d_in in in_features_of_targets)

@@ -1,9 +1,12 @@
 """Memory of logits and per-token log-probs: the [tokens, vocab] tensors of GRPO/PPO.
 
-Only completion positions get logits (TRL `logits_to_keep`, verl remove-padding keeps the
-response). E = completion tokens × vocab elements. Sources for the mechanisms: TRL
-`trainer/utils.py::selective_log_softmax`, verl `utils/torch_functional.py`, Liger
-`chunked_loss/fused_linear_ppo.py`; research/memory-model.md §6.
+TRL (0.19–0.2x `_get_per_token_logps_and_entropies`) asks the model for
+``logits_to_keep = c + 1`` positions, drops the last (``[:, :-1]``), keeps the last c
+(``[:, -c:]``) and divides by the temperature (a copy). Symbols: c completion tokens, b
+sequences, V vocabulary, E = b·c·V and E₁ = b·(c + 1)·V logit elements. Each term is the
+largest of the moments the traced step goes through (`oomless trace`, `tests/trace/`); the
+mechanisms: TRL `trainer/utils.py::selective_log_softmax`, verl `utils/torch_functional.py`,
+Liger `chunked_loss/fused_linear_ppo.py`; research/memory-model.md §6.
 """
 
 from __future__ import annotations
@@ -11,35 +14,99 @@ from __future__ import annotations
 from ..catalog.models import ModelArch
 from ..spec.run import LogitsMode
 from . import constants as C
+from .activation_calibration import family_coefficients
+from .activations import tied_head_gradient_bytes
 
-TRAIN_BF16_ROWS_BYTES_PER_LOGIT = 3 * C.BF16_BYTES
-"""TRL's bf16 path loops over rows with `F.log_softmax(row)`: the bf16 log-softmax outputs of
-all rows are saved for backward (2), the gradient of the logits accumulates over the rows (2),
-and one row's gather/log-softmax gradient is alive on top; taken as a third full copy (2),
-an upper bound because select's backward materialises a zero-filled full-size gradient."""
+B = C.BF16_BYTES
+F = C.FP32_BYTES
 
-LOGPROB_BF16_ROWS_BYTES_PER_LOGIT = 2 * C.BF16_BYTES
-"""No-grad bf16 path: the logits (2) and the temperature-scaled copy (2) older TRL makes."""
-
-TRAIN_FP32_BYTES_PER_LOGIT = C.BF16_BYTES + C.FP32_BYTES + C.FP32_BYTES + C.FP32_BYTES
-"""Upcast path in backward: bf16 logits (2) + fp32 log-softmax output saved (4) + fp32
-gradient from the gather (4) + fp32 gradient of the logits (4) = 14 (research §6)."""
-
-LOGPROB_FP32_BYTES_PER_LOGIT = C.BF16_BYTES + C.FP32_BYTES
-"""No-grad upcast path: bf16 logits (2) + the fp32 copy log-softmax works on (4)."""
-
-TRAIN_CHUNKED_BYTES_PER_LOGIT = C.BF16_BYTES + C.BF16_BYTES
-"""Chunked path: the bf16 logits (2) and their bf16 gradient (2) span all rows."""
-CHUNK_WORK_BYTES_PER_LOGIT = 3 * C.FP32_BYTES
-"""fp32 work of one chunk in backward: log-softmax output, incoming and outgoing grads."""
-
-FUSED_SEQUENCE_BYTES_PER_LOGIT = TRAIN_FP32_BYTES_PER_LOGIT
+FUSED_SEQUENCE_BYTES_PER_LOGIT = B + F + F + F
 """Liger's GRPO loss runs `log_softmax(logits.float())` under `torch.func.grad_and_value` one
-sequence at a time (chunk_size=1): the upcast path's 14 bytes, over one sequence's logits."""
+sequence at a time (chunk_size=1): bf16 logits (2) + fp32 log-softmax output (4) + fp32
+gradient from the gather (4) + fp32 gradient of the logits (4) = 14 (research §6). Not traced."""
+FP32_GATHER_BACKWARD_COPIES = 4
+"""fp32 branch, at `GatherBackward`: the divided fp32 logits (kept by `gather`), the stacked
+`logsumexp` gradients, and the zero-filled gather gradient with its `scatter_add` result."""
+CHUNK_BACKWARD_FP32_COPIES = 3
+"""Chunked backward, per chunk: the recomputed fp32 log-softmax, the gather's gradient and the
+log-softmax gradient (the zero-filled gather buffer is freed before the last)."""
+CHUNK_FORWARD_FP32_COPIES = 2
+"""Chunked forward, per chunk: the fp32 upcast and its log-softmax."""
 
 
 def num_logit_elements(arch: ModelArch, num_tokens: int) -> int:
     return num_tokens * arch.vocab_size
+
+
+def lm_head_input_bytes(arch: ModelArch, num_sequences: int, completion_len: int, seq_len: int) -> int:
+    """What the LM head keeps for backward: the bf16 hidden states of the c + 1 kept positions,
+    copied because the slice of a batch is not contiguous; with one sequence (or no prompt)
+    the slice is a view and keeps the final norm's whole output alive.
+    Source: transformers `slice_logits_to_keep` + `F.linear` (matmul reshapes, copying
+    non-contiguous input)."""
+    rows = completion_len + 1
+    contiguous = num_sequences == 1 or rows >= seq_len
+    return B * arch.hidden_size * num_sequences * (seq_len if contiguous else rows)
+
+
+def _final_softcap_bytes(arch: ModelArch, num_sequences: int, completion_len: int) -> int:
+    """Gemma 2 soft-caps the final logits (`/ cap`, `tanh`, `* cap`): the calibration table's
+    bytes per logit that the soft-cap adds (the `tanh` output kept for backward)."""
+    per_logit = family_coefficients(arch.text_model_type).final_logit_softcap_bytes_per_logit
+    return per_logit * num_sequences * (completion_len + 1) * arch.vocab_size
+
+
+def training_logits_bytes(
+    arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
+) -> int:
+    """Peak bytes of logits/log-prob tensors in the training forward+backward of one
+    micro-batch, with the LM head's kept input (`lm_head_input_bytes`).
+
+    - full_bf16: max of the division (LM head output E₁ + its divided copy E), the per-
+      sequence loop's backward (every sequence's bf16 log-softmax output E, plus one
+      sequence's gather gradient and log-softmax gradient: E·(1 + 2/b)), and the two slices'
+      backward (their zero-filled gradients E + E₁), all bf16.
+    - full_fp32: the fp32 upcast of E₁ and the divided copy, then at `GatherBackward` four
+      fp32 copies of E (`FP32_GATHER_BACKWARD_COPIES`).
+    - chunked: the bf16 logits E (divided copy, kept by the checkpointed chunks) plus, in
+      backward, the bf16 gradients of the chunks already done and the fp32 work of the last
+      chunk (the first r rows); `torch.split`'s backward concatenates the chunk gradients (2E).
+    - every mode ends with the LM head's backward: the bf16 gradient of its output (E₁), its
+      input gradient, and with tied embeddings its weight gradient (`tied_head_gradient_bytes`).
+    - fused: Liger, one sequence at a time (not traced).
+    """
+    b, c, v = num_sequences, completion_len, arch.vocab_size
+    s = seq_len if seq_len is not None else c + 1
+    e, e1 = b * c * v, b * (c + 1) * v
+    lm_input = lm_head_input_bytes(arch, b, c, s)
+    kept = lm_input + _final_softcap_bytes(arch, b, c)
+    head_backward = lm_input + B * e1 + tied_head_gradient_bytes(arch) + B * arch.hidden_size * b * (c + 1)
+    if mode == LogitsMode.full_bf16:
+        return max(kept + B * max(e1 + e, c * v * (b + 2), e + e1), head_backward)
+    if mode == LogitsMode.full_fp32:
+        return max(kept + max(B * e1 + F * e1, F * (e1 + e), FP32_GATHER_BACKWARD_COPIES * F * e), head_backward)
+    if mode == LogitsMode.chunked:
+        r = min(chunk_rows, b * c) * v
+        forward = max(B * (e1 + e), B * e + CHUNK_FORWARD_FP32_COPIES * F * r)
+        backward = max(B * e + B * (e - r) + CHUNK_BACKWARD_FP32_COPIES * F * r, 2 * B * e, B * (e + e1))
+        return max(kept + max(forward, backward), head_backward)
+    return num_logit_elements(arch, completion_len) * FUSED_SEQUENCE_BYTES_PER_LOGIT + fused_grad_weight_bytes(arch)
+
+
+def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int) -> int:
+    """Peak bytes of logits in a no-grad log-prob forward (reference or old policy): the LM
+    head output with its divided copy (bf16; fp32 upcast first for full_fp32), or the bf16
+    copy with one chunk's fp32 upcast and log-softmax."""
+    b, c, v = num_sequences, completion_len, arch.vocab_size
+    e, e1 = b * c * v, b * (c + 1) * v
+    if mode == LogitsMode.full_bf16:
+        return B * (e1 + e)
+    if mode == LogitsMode.full_fp32:
+        return max(B * e1 + F * e1, F * (e1 + e))
+    if mode == LogitsMode.chunked:
+        r = min(chunk_rows, b * c) * v
+        return max(B * (e1 + e), B * e + CHUNK_FORWARD_FP32_COPIES * F * r)
+    return num_logit_elements(arch, completion_len) * (B + F)
 
 
 def fused_grad_weight_bytes(arch: ModelArch) -> int:
@@ -47,31 +114,3 @@ def fused_grad_weight_bytes(arch: ModelArch) -> int:
     (bf16) whether or not the head trains (argnums=(0, 1)).
     Source: Liger-Kernel chunked_loss/fused_linear_ppo.py (LigerFusedLinearPPOBase)."""
     return arch.vocab_size * arch.hidden_size * C.BF16_BYTES
-
-
-def training_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int) -> int:
-    """Peak bytes of logits/log-prob tensors in the training forward+backward of one micro-batch."""
-    tokens = num_sequences * completion_len
-    elements = num_logit_elements(arch, tokens)
-    if mode == LogitsMode.full_bf16:
-        return elements * TRAIN_BF16_ROWS_BYTES_PER_LOGIT
-    if mode == LogitsMode.full_fp32:
-        return elements * TRAIN_FP32_BYTES_PER_LOGIT
-    if mode == LogitsMode.chunked:
-        chunk = min(chunk_rows, tokens)
-        return elements * TRAIN_CHUNKED_BYTES_PER_LOGIT + num_logit_elements(arch, chunk) * CHUNK_WORK_BYTES_PER_LOGIT
-    return num_logit_elements(arch, completion_len) * FUSED_SEQUENCE_BYTES_PER_LOGIT + fused_grad_weight_bytes(arch)
-
-
-def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int) -> int:
-    """Peak bytes of logits in a no-grad log-prob forward (reference or old policy)."""
-    tokens = num_sequences * completion_len
-    elements = num_logit_elements(arch, tokens)
-    if mode == LogitsMode.full_bf16:
-        return elements * LOGPROB_BF16_ROWS_BYTES_PER_LOGIT
-    if mode == LogitsMode.full_fp32:
-        return elements * LOGPROB_FP32_BYTES_PER_LOGIT
-    if mode == LogitsMode.chunked:
-        chunk = min(chunk_rows, tokens)
-        return elements * C.BF16_BYTES + num_logit_elements(arch, chunk) * C.FP32_BYTES
-    return num_logit_elements(arch, completion_len) * LOGPROB_FP32_BYTES_PER_LOGIT

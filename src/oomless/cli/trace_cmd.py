@@ -1,0 +1,150 @@
+"""`oomless trace SPEC`: the exact memory of the spec's training step, traced on fake tensors.
+
+Builds the model from its config.json (no download, no GPU), runs one GRPO step — no-grad
+log-prob forward, training forward, loss, backward, first optimizer step — and reports the peak
+live bytes per category, the moment of the peak, the modules whose tensors fill it, and the
+plan's prediction of the same step's training activation peak next to the traced one.
+
+Examples:
+    oomless trace examples/seeds/s1-after.yaml
+    oomless trace examples/seeds/s1-after.yaml --json
+    oomless trace --model Qwen/Qwen2.5-0.5B-Instruct --micro-batch 2 --prompt-tokens 512 --completion-tokens 512
+    oomless trace examples/quickstart.yaml --no-checkpointing
+
+Needs the optional extra: pip install 'oomless[trace]'.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from ..errors import EXIT_FITS, InputError
+
+if TYPE_CHECKING:
+    from ..spec.load import ResolvedRun
+    from ..trace.compare import Prediction
+    from ..trace.result import TraceResult
+
+TRACE_ONLY_CAPACITY_GIB = 1024
+"""GPU capacity of the spec made from flags alone (only the train phase's terms are compared)."""
+
+
+def _resolve(spec: Path | None, overrides: dict[str, Any]) -> ResolvedRun:
+    from ..spec.load import load_run, parse_spec, read_yaml, resolve
+
+    if spec is None:
+        if "model" not in overrides:
+            raise InputError("trace", "give a SPEC file or --model ID")
+        data: dict[str, Any] = {"hardware": {"gpu_capacity_gib": TRACE_ONLY_CAPACITY_GIB, "gpus_per_node": 1},
+                                "distribution": {"strategy": "ddp"}, "rollout": {"engine": "hf"}}
+        base = None
+    else:
+        if not overrides:
+            return load_run(spec)
+        data, base = read_yaml(spec), spec.resolve().parent
+    for dotted, value in overrides.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return resolve(parse_spec(data), base)
+
+
+def _without_images(run: ResolvedRun) -> tuple[ResolvedRun, list[str]]:
+    """The vision tower is not traced: compare against the plan of the text-only step."""
+    import dataclasses
+
+    if run.arch.vision is None or run.spec.vision.images_per_prompt == 0:
+        return run, []
+    vision = run.spec.vision.model_copy(update={"images_per_prompt": 0})
+    spec = run.spec.model_copy(update={"vision": vision})
+    return dataclasses.replace(run, spec=spec), ["the vision tower and image tokens are not traced; "
+                                                  "the step is traced and planned with text prompts only"]
+
+
+def trace_command(
+    spec: Path = typer.Argument(None, help="Run spec (YAML). Optional with --model."),
+    as_json: bool = typer.Option(False, "--json", help="Print the trace and the plan's prediction as JSON."),
+    model: str = typer.Option(None, "--model", help="Catalog id or config path (overrides the spec's model)."),
+    micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="Sequences per training micro-batch."),
+    prompt_tokens: int = typer.Option(None, "--prompt-tokens", min=1, help="Prompt length in tokens."),
+    completion_tokens: int = typer.Option(None, "--completion-tokens", min=1, help="Completion length in tokens."),
+    checkpointing: bool = typer.Option(None, "--checkpointing/--no-checkpointing", help="Gradient checkpointing."),
+) -> None:
+    """Trace the spec's training step on fake tensors; compare with the plan. Exit 0, or 2 on bad input."""
+    from .main import run_guarded
+
+    def body() -> int:
+        from ..trace import require_torch
+
+        require_torch()
+        from ..trace.compare import predict, setup_from_spec
+        from ..trace.model import raw_config
+        from ..trace.step import run_trace
+
+        flags = {"model": model, "batch.micro_batch_size": micro_batch, "lengths.max_prompt_tokens": prompt_tokens,
+                 "lengths.max_completion_tokens": completion_tokens, "gradient_checkpointing": checkpointing}
+        run, notes = _without_images(_resolve(spec, {k: v for k, v in flags.items() if v is not None}))
+        for line in (*run.warnings, *notes):
+            typer.echo(f"warning: {line}", err=True)
+        result = run_trace(raw_config(run.arch), setup_from_spec(run.spec, run.arch), chunk_rows=run.spec.logits_chunk_rows)
+        prediction = predict(run.spec, run.arch, run.gpu)
+        if as_json:
+            typer.echo(json.dumps(_document(result, prediction), indent=2))
+        else:
+            _render(result, prediction)
+        return EXIT_FITS
+
+    run_guarded(body)
+
+
+def _document(result: TraceResult, prediction: Prediction) -> dict[str, Any]:
+    from ..trace.compare import relative_difference
+
+    traced = result.activation_peak.activation_bytes
+    return {
+        **result.to_dict(),
+        "plan": {
+            "train_phase_components": dict(prediction.components),
+            "activation_bytes": prediction.activation_bytes,
+            "traced_activation_bytes": traced,
+            "relative_difference": round(relative_difference(prediction.activation_bytes, traced), 5),
+        },
+    }
+
+
+def _render(result: TraceResult, prediction: Prediction) -> None:
+    from ..trace.compare import relative_difference
+    from ..units import format_bytes
+
+    s, peak, act = result.setup, result.peak, result.activation_peak
+    typer.echo(
+        f"{s.model}: GRPO step of {s.num_sequences} × ({s.prompt_len} + {s.completion_len}) tokens, {s.finetune}, "
+        f"{s.attention}, {'checkpointing' if s.checkpointing else 'no checkpointing'}, logits {s.logits}, "
+        f"{s.optimizer} {s.precision} — traced on fake tensors in {result.seconds:.1f} s "
+        f"(torch {result.versions.get('torch')}, transformers {result.versions.get('transformers')})"
+    )
+    typer.echo(f"\nPeak of the step: {format_bytes(peak.total_bytes)} in {peak.region} ({peak.module or '-'}: {peak.op})")
+    for cat, num in sorted(peak.by_category.items(), key=lambda kv: -kv[1]):
+        typer.echo(f"  {cat:6s} {format_bytes(num):>12s}")
+    typer.echo(f"\nPeak per region (total / ACT+TEMP):")
+    for name, p in result.region_peaks.items():
+        typer.echo(f"  {name:9s} {format_bytes(p.total_bytes):>12s} / {format_bytes(p.activation_bytes):>12s}  "
+                   f"at {p.module or '-'}: {p.op}")
+    typer.echo(f"\nTraining activation peak (ACT + TEMP): {format_bytes(act.activation_bytes)} "
+               f"in {act.region} ({act.module or '-'}: {act.op}); largest makers of what is alive then:")
+    for module, num in act.top_modules:
+        typer.echo(f"  {format_bytes(num):>12s}  {module}")
+    parts = ", ".join(f"{name} {format_bytes(num)}" for name, num in prediction.components.items() if num)
+    diff = relative_difference(prediction.activation_bytes, act.activation_bytes)
+    typer.echo(f"\nPlan (train phase ACT + TEMP): {format_bytes(prediction.activation_bytes)} ({parts}); "
+               f"traced {format_bytes(act.activation_bytes)}; plan − trace = {100 * diff:+.2f} %")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("trace")(trace_command)

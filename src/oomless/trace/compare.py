@@ -1,0 +1,91 @@
+"""The plan's prediction for a traced step, for comparison key by key. Pure: no torch here.
+
+The planner's train phase (`planner/gpu_phases.py::GroupPlanner.training_work`) puts the
+activations of one micro-batch in ACT and the larger of the logits peak and the backward
+transient in TEMP; the tracer's training activation peak is the largest ACT + TEMP it sees
+in the training forward, loss and backward. Both leave out weights, gradients, optimizer
+states and the allocator's slack (OTHER), which the tracer does not model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalog.gpus import GpuSpec
+from ..catalog.models import ModelArch
+from ..memory.components import Category
+from ..planner.plan import Plan, make_plan
+from ..spec.load import parse_spec
+from ..spec.run import RunSpec
+from .result import TraceSetup
+
+TRACE_CAPACITY_GIB = 1024
+"""The capacity given to the plan made for a trace-only setup: large, since only the train
+phase's terms are compared, never the verdict."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    components: dict[str, int]
+    """The train phase's ACT and TEMP components of the plan, by name."""
+
+    @property
+    def activation_bytes(self) -> int:
+        return sum(self.components.values())
+
+
+def spec_for_setup(setup: TraceSetup, chunk_rows: int = 2048) -> RunSpec:
+    """A single-GPU, full fine-tuning spec with exactly the traced step's settings."""
+    data: dict[str, Any] = {
+        "model": setup.model,
+        "hardware": {"gpu_capacity_gib": TRACE_CAPACITY_GIB, "gpus_per_node": 1},
+        "finetune": {"method": setup.finetune, "lora_rank": setup.lora_rank, "lora_alpha": setup.lora_alpha,
+                     "lora_dropout": setup.lora_dropout,
+                     "lora_targets": setup.lora_targets if isinstance(setup.lora_targets, str) else list(setup.lora_targets)},
+        "precision": setup.precision,
+        "optimizer": setup.optimizer,
+        "distribution": {"strategy": "ddp"},
+        "gradient_checkpointing": setup.checkpointing,
+        "attention": setup.attention,
+        "batch": {"micro_batch_size": setup.num_sequences, "logprob_micro_batch_size": setup.logprob_sequences},
+        "lengths": {"max_prompt_tokens": setup.prompt_len, "max_completion_tokens": setup.completion_len},
+        "logits": setup.logits,
+        "logits_chunk_rows": chunk_rows,
+        "kl_beta": setup.kl_beta,
+        "rollout": {"engine": "hf"},
+        "vision": {"images_per_prompt": 0},
+    }
+    return parse_spec(data)
+
+
+def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
+    """The step a spec describes, on one GPU: its micro-batches, lengths (text prompt only:
+    the vision tower is not traced), attention, checkpointing, logits mode and optimizer."""
+    ft = spec.finetune
+    return TraceSetup(
+        model=spec.model, model_type=arch.text_model_type, num_sequences=spec.batch.micro_batch_size,
+        logprob_sequences=spec.logprob_micro_batch_size, prompt_len=spec.lengths.max_prompt_tokens,
+        completion_len=spec.lengths.max_completion_tokens, attention=spec.attention.value,
+        checkpointing=spec.gradient_checkpointing, logits=spec.logits.value, optimizer=spec.optimizer.value,
+        precision=spec.precision.value, kl_beta=spec.kl_beta, finetune=ft.method.value, lora_rank=ft.lora_rank,
+        lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout,
+        lora_targets=ft.lora_targets if isinstance(ft.lora_targets, str) else tuple(ft.lora_targets),
+    )
+
+
+def train_phase_prediction(plan: Plan) -> Prediction:
+    """ACT + TEMP components of the train phase on the actor's GPU."""
+    group = next(g for g in plan.devices if g.role == "train")
+    phase = next(p for p in group.phases if p.name == "train")
+    comps = {c.name: c.num_bytes for c in phase.components if c.category in (Category.ACT, Category.TEMP)}
+    return Prediction(comps)
+
+
+def predict(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None = None) -> Prediction:
+    return train_phase_prediction(make_plan(spec, arch, gpu))
+
+
+def relative_difference(predicted: int, traced: int) -> float:
+    """(predicted − traced) / traced: positive when the plan is conservative."""
+    return (predicted - traced) / traced if traced else 0.0

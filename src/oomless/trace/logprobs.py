@@ -1,0 +1,98 @@
+"""Per-token log-probabilities of the completion, the way the spec's `logits` mode computes them.
+
+All modes start like TRL 0.19–0.2x `GRPOTrainer._get_per_token_logps(_and_entropies)`:
+``model(input_ids, attention_mask, logits_to_keep=c + 1).logits`` (the LM head sees the last
+c + 1 positions), drop the last position (``[:, :-1]``, a view), divide by the sampling
+temperature (``logits / temperature``, a copy), then:
+
+- ``full_bf16``: TRL `trainer/utils.py::selective_log_softmax`, bf16 branch: a loop over the
+  sequences (`for row in logits`, i.e. `unbind`), `log_softmax(row)` and `gather` per row, `stack`.
+- ``full_fp32``: the logits upcast to fp32 first (transformers < 4.45 did `logits.float()` in
+  the model's forward), then `selective_log_softmax`'s fp32 branch: `gather` of the labels minus
+  a per-sequence `logsumexp` loop.
+- ``chunked``: verl's pattern (`utils/torch_functional.py`, chunked entropy/log-prob with
+  checkpointing): the bf16 logits are flattened to rows, split (`torch.split`) into chunks of
+  ``logits_chunk_rows`` rows, and each chunk runs `log_softmax(chunk.float()).gather(...)` under
+  non-reentrant `torch.utils.checkpoint`, so fp32 work exists one chunk at a time, in forward
+  and backward.
+- ``fused`` (Liger's fused linear GRPO loss) runs Triton kernels and is not traced.
+
+Known limitation: TRL ≥ 1.0 computes log-probs with `add_fused_lm_head` (the LM head is applied
+in tiles of 32,768 positions; logits never exist in full); that path is not one of the spec's
+modes yet and is not traced.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from ..errors import InputError
+from ..spec.run import LogitsMode
+
+TEMPERATURE = 1.0
+"""TRL's default sampling temperature; the division copies the logits whatever its value."""
+
+
+def completion_logits(
+    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, completion_len: int, upcast: bool,
+) -> torch.Tensor:
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=completion_len + 1, use_cache=False).logits
+    if upcast:
+        logits = logits.float()
+    logits = logits[:, :-1, :]
+    return logits[:, -completion_len:]
+
+
+def selective_log_softmax_bf16(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """TRL `selective_log_softmax`, low-precision branch (per-sequence loop)."""
+    rows = []
+    for row_logits, row_labels in zip(logits, index.unsqueeze(-1)):
+        row_logps = F.log_softmax(row_logits, dim=-1)
+        rows.append(row_logps.gather(dim=-1, index=row_labels))
+    return torch.stack(rows).squeeze(-1)
+
+
+def selective_log_softmax_fp32(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """TRL `selective_log_softmax`, fp32 branch (gather − per-sequence logsumexp)."""
+    selected = torch.gather(logits, dim=-1, index=index.unsqueeze(-1)).squeeze(-1)
+    logsumexp = torch.stack([torch.logsumexp(lg, dim=-1) for lg in logits])
+    return selected - logsumexp
+
+
+def _chunk_logps(chunk: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.log_softmax(chunk.float(), dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+
+
+def chunked_log_softmax(logits: torch.Tensor, index: torch.Tensor, chunk_rows: int) -> torch.Tensor:
+    """fp32 log-softmax over row chunks, each recomputed in backward (verl-style)."""
+    rows = logits.reshape(-1, logits.shape[-1])
+    labels = index.reshape(-1)
+    parts = []
+    for chunk, lab in zip(rows.split(chunk_rows), labels.split(chunk_rows)):
+        if torch.is_grad_enabled():
+            parts.append(checkpoint(_chunk_logps, chunk, lab, use_reentrant=False))
+        else:
+            parts.append(_chunk_logps(chunk, lab))
+    return torch.cat(parts).view(index.shape)
+
+
+def check_traceable(mode: LogitsMode) -> None:
+    if mode == LogitsMode.fused:
+        raise InputError("logits", "fused (Liger Triton kernels) is not traced; trace full_bf16, full_fp32 or chunked")
+
+
+def per_token_logps(
+    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, completion_len: int,
+    mode: LogitsMode, chunk_rows: int,
+) -> torch.Tensor:
+    check_traceable(mode)
+    logits = completion_logits(model, input_ids, attention_mask, completion_len, upcast=mode == LogitsMode.full_fp32)
+    logits = logits / TEMPERATURE
+    labels = input_ids[:, -completion_len:]
+    if mode == LogitsMode.full_bf16:
+        return selective_log_softmax_bf16(logits, labels)
+    if mode == LogitsMode.full_fp32:
+        return selective_log_softmax_fp32(logits, labels)
+    return chunked_log_softmax(logits, labels, chunk_rows)

@@ -1,0 +1,102 @@
+"""What a trace reports: peaks by category, the moment of each peak, top modules. No torch here.
+
+Regions of the traced step, in time order: ``logprob`` (no-grad log-prob forward of the
+rollout batch), ``forward`` (training forward), ``loss`` (GRPO loss from the log-probs),
+``backward``, ``optimizer``. The *training activation peak* is the largest ACT + TEMP total
+seen in forward, loss and backward: what the planner's train-phase `activations` + `logits` /
+`backward_recompute` components predict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..memory.components import Category
+
+REGIONS = ("logprob", "forward", "loss", "backward", "optimizer")
+TRAINING_REGIONS = ("forward", "loss", "backward")
+
+
+@dataclass(frozen=True)
+class PeakMoment:
+    region: str
+    module: str
+    op: str
+    by_category: dict[str, int]
+    top_modules: tuple[tuple[str, int], ...]
+    """(module, ACT + TEMP bytes it made that are alive at this moment), largest first."""
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.by_category.values())
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.by_category.get(Category.ACT.value, 0) + self.by_category.get(Category.TEMP.value, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "region": self.region, "module": self.module, "op": self.op,
+            "total_bytes": self.total_bytes, "activation_bytes": self.activation_bytes,
+            "by_category": dict(self.by_category),
+            "top_modules": [{"module": m, "bytes": b} for m, b in self.top_modules],
+        }
+
+
+@dataclass(frozen=True)
+class TraceSetup:
+    model: str
+    model_type: str
+    num_sequences: int
+    logprob_sequences: int
+    prompt_len: int
+    completion_len: int
+    attention: str
+    checkpointing: bool
+    logits: str
+    optimizer: str
+    precision: str
+    kl_beta: float
+    finetune: str = "full"
+    lora_rank: int = 8
+    lora_alpha: float = 32
+    lora_dropout: float = 0.0
+    lora_targets: tuple[str, ...] | str = "all-linear"
+
+    @property
+    def lora(self) -> dict[str, Any] | None:
+        if self.finetune == "full":
+            return None
+        targets = self.lora_targets if isinstance(self.lora_targets, str) else list(self.lora_targets)
+        return {"rank": self.lora_rank, "alpha": self.lora_alpha, "dropout": self.lora_dropout, "targets": targets}
+
+    @property
+    def seq_len(self) -> int:
+        return self.prompt_len + self.completion_len
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    setup: TraceSetup
+    peak: PeakMoment
+    """The largest live total (every category) of the whole step."""
+    activation_peak: PeakMoment
+    """The largest ACT + TEMP of the training forward/loss/backward."""
+    region_peaks: dict[str, PeakMoment]
+    """Per region, the moment of its largest live total."""
+    saved_at_end_of_forward: dict[str, int] = field(default_factory=dict)
+    """ACT + TEMP alive when the training forward returned, by module (what autograd saved)."""
+    versions: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "setup": {**self.setup.__dict__, "seq_len": self.setup.seq_len},
+            "peak": self.peak.to_dict(),
+            "training_activation_peak": self.activation_peak.to_dict(),
+            "regions": {name: p.to_dict() for name, p in self.region_peaks.items()},
+            "saved_at_end_of_forward": dict(self.saved_at_end_of_forward),
+            "versions": dict(self.versions),
+            "seconds": round(self.seconds, 3),
+        }
