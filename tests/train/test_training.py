@@ -179,3 +179,14 @@ def test_qlora_on_cpu_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["train", str(spec)])
     assert result.exit_code == 2
     assert result.output.strip() == "error: finetune.method: qlora needs bitsandbytes and a CUDA GPU; use lora on this machine"
+
+
+def test_fit_trains_fits_choice_and_degrades_without_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = tiny_spec(tmp_path, max_steps=1)
+    result = CliRunner().invoke(app, ["train", str(spec), "--fit", "--output-dir", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert "fit: " in result.output
+    monkeypatch.setitem(__import__("sys").modules, "oomless.fit.search", None)  # as if oomless.fit were absent
+    result = CliRunner().invoke(app, ["train", str(spec), "--fit", "--output-dir", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert "warning: --fit needs oomless.fit, which this installation lacks; training the spec as written" in result.output

@@ -12,7 +12,6 @@ import re
 import sys
 from collections.abc import Callable
 from fractions import Fraction
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +108,13 @@ def length_reward(completion_ids: list[list[int]], max_tokens: int, cache_tokens
 
 
 def _named(func: Callable[..., Any], name: str, **options: Any) -> RewardFunc:
-    bound = partial(func, **options)
-    bound.__name__ = name  # type: ignore[attr-defined]  # TRL logs rewards/<name>/mean
-    return bound  # type: ignore[return-value]
+    """``func`` with ``options`` bound, called ``name`` (TRL logs `rewards/<name>/mean`)."""
+
+    def reward(*args: Any, **kwargs: Any) -> list[float | None]:
+        return func(*args, **{**options, **kwargs})
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
 
 
 def import_reward(path: str, search_dir: Path | None) -> RewardFunc:

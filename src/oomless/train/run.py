@@ -64,6 +64,8 @@ def fitted_run(spec_path: Path, say: Callable[[str], None]) -> ResolvedRun | Non
     result = fit_file(spec_path, FitOptions())
     if result.best is None:
         return None
+    if not result.best.changes:
+        say("fit: the spec already is the fastest configuration that fits")
     for path, (old, new) in result.best.changes.items():
         say(f"fit: {path}: {old} → {new}")
     return result.best.run

@@ -141,6 +141,19 @@ def restore_micro_batches(trainer: OomlessGRPOTrainer, checkpoint: Path) -> None
         trainer.logprob_micro_batch_size = saved["logprob_micro_batch_size"]
 
 
+def quiet_libraries() -> None:
+    """No per-map / per-shard progress bars and no warnings about deprecated names that TRL
+    itself passes to transformers: the run's own progress bar and warnings stay readable."""
+    import warnings
+
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    datasets.disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=r".*(gradient_checkpointing|is_gradient_checkpointing).* is deprecated", category=FutureWarning)
+
+
 class RewardLog:
     """Appends each rollout's rewards to ``rewards.jsonl`` at the end of every step."""
 
@@ -163,6 +176,7 @@ def run_session(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_st
     from .run import TrainOutcome, finish, summary_document
 
     start = time.perf_counter()
+    quiet_libraries()
     if machine.device == "cpu" and spec.train is not None and spec.train.cpu_threads is not None:
         torch.set_num_threads(spec.train.cpu_threads)
     tracker = LiveTensorBytes() if machine.device == "cpu" else None
@@ -174,6 +188,9 @@ def run_session(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_st
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             rewards_log.flush()
 
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # the log dicts; the progress bar shows the reward
     trainer.add_callback(FlushRewards())
     trainer.add_callback(ProgressBar(hooks, enabled=progress))
     if checkpoint is None:
