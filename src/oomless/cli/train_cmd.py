@@ -18,6 +18,9 @@ from pathlib import Path
 
 import typer
 
+TRAIN_EXTRA = frozenset({"torch", "transformers", "trl", "peft", "accelerate", "datasets", "psutil", "tokenizers"})
+"""Top-level modules of `oomless[train]`: missing one is an install problem, not a bug."""
+
 
 def train_command(
     spec: Path = typer.Argument(..., help="Run spec (YAML) with a `train:` section."),
@@ -31,14 +34,16 @@ def train_command(
     from .main import run_guarded
 
     def body() -> int:
-        try:
-            from ..train.run import TrainOptions, train
-        except ImportError as err:
-            from ..errors import InputError
+        from ..errors import InputError
+        from ..train.run import TrainOptions, train
 
-            raise InputError("train", f"needs the train extra ({err.name} is missing): pip install 'oomless[train]'") from None
         options = TrainOptions(force=force, fit=fit, output_dir=output_dir, max_steps=max_steps, resume=resume)
-        outcome = train(spec, options, say=lambda line: typer.echo(line, err=True))
+        try:
+            outcome = train(spec, options, say=lambda line: typer.echo(line, err=True))
+        except ModuleNotFoundError as err:
+            if err.name not in TRAIN_EXTRA:
+                raise
+            raise InputError("train", f"needs the train extra ({err.name} is missing): pip install 'oomless[train]'") from None
         if outcome.output_dir is not None:
             from .train_render import render_outcome
 

@@ -8,6 +8,7 @@ never imported on a machine without it). Host: process RSS and available RAM fro
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,6 +30,11 @@ def detect_machine() -> Machine:
     )
 
 
+def rank() -> int:
+    """This process's global rank under accelerate/torchrun (0 when alone)."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def nvml_used_bytes(index: int) -> int | None:
     """Bytes NVML reports used on GPU ``index`` (CUDA context included), or None without pynvml."""
     if importlib.util.find_spec("pynvml") is None:
@@ -44,7 +50,7 @@ def nvml_used_bytes(index: int) -> int | None:
 
 def cpu_probe(tracker: LiveTensorBytes) -> tuple[Callable[[], dict[str, Any]], Callable[[], None]]:
     def measure() -> dict[str, Any]:
-        return {"device": "cpu", "peak_bytes": tracker.peak["cpu"], "live_bytes": tracker.live["cpu"]}
+        return {"device": "cpu", "rank": rank(), "peak_bytes": tracker.peak["cpu"], "live_bytes": tracker.live["cpu"]}
 
     return measure, tracker.reset_peak
 
@@ -53,6 +59,7 @@ def cuda_probe(index: int) -> tuple[Callable[[], dict[str, Any]], Callable[[], N
     def measure() -> dict[str, Any]:
         out = {
             "device": "cuda",
+            "rank": rank(),
             "peak_bytes": torch.cuda.max_memory_reserved(index),
             "peak_allocated_bytes": torch.cuda.max_memory_allocated(index),
             "live_bytes": torch.cuda.memory_allocated(index),

@@ -102,7 +102,7 @@ def model_location(spec: RunSpec, base_dir: Path) -> str:
     return spec.model
 
 
-def prepare_output(out_dir: Path, resume: bool) -> Path | None:
+def prepare_output(out_dir: Path, resume: bool, say: Callable[[str], None] = print) -> Path | None:
     """The checkpoint to resume from (None for a fresh run, whose old records are removed)."""
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -118,7 +118,10 @@ def prepare_output(out_dir: Path, resume: bool) -> Path | None:
         return Path(checkpoint)
     for name in (TELEMETRY_FILE, EVENTS_FILE, REWARDS_FILE, SUMMARY_FILE):
         (out_dir / name).unlink(missing_ok=True)
-    for old in out_dir.glob("checkpoint-*"):
+    old_checkpoints = sorted(out_dir.glob("checkpoint-*"))
+    if old_checkpoints:
+        say(f"note: {out_dir} holds checkpoints of an earlier run; they are replaced (--resume continues from them)")
+    for old in old_checkpoints:
         shutil.rmtree(old)
     return None
 
@@ -162,7 +165,7 @@ def train(spec_path: Path, options: TrainOptions, say: Callable[[str], None] = p
             "(start with `accelerate launch --config_file launch/accelerate.yaml -m oomless train SPEC` on the GPU machines)")
         if machine.device == "cpu":
             notes.append("multi-GPU spec trained in one CPU process here; launch files generated only")
-    checkpoint = prepare_output(out_dir, options.resume)
+    checkpoint = prepare_output(out_dir, options.resume, say)
     from .session import run_session
 
     outcome = run_session(spec, plan, spec_path.resolve().parent, out_dir, max_steps, checkpoint, machine, options.progress, say)

@@ -184,6 +184,11 @@ class OomlessGRPOTrainer(GRPOTrainer):
     def _accumulate(self, model: torch.nn.Module, inputs: dict[str, Any], num_samples: int) -> torch.Tensor:
         """Forward and backward of every micro-batch of the step; gradients sum to the step's."""
         ranges = micro_batch_ranges(num_samples, self.micro_batch_size)
+        if len(ranges) > 1 and inputs.get("pixel_values") is not None:
+            raise RuntimeError(
+                "image batches are not split into micro-batches yet (pixel_values are not per sample); "
+                "set batch.gradient_accumulation_steps: 1 for vision-language models"
+            )
         mask = inputs["completion_mask"]
         batch_tokens = int(mask.sum())
         total = torch.zeros((), device=self.accelerator.device)
