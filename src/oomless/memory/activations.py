@@ -19,9 +19,10 @@ Assumes: bf16 activations; dropout 0 (these models' configs); every sequence pad
 longest (a padding mask is present, so sdpa takes the mask path and flash-attention the varlen
 path); transformers' defaults for training (use_cache False; non-reentrant checkpointing of
 every decoder layer, `GradientCheckpointingLayer`); full fine-tuning. Known limitations: LoRA
-adds PEFT's branch tensors (`lora_saved_bytes_per_token`) to the full fine-tuning layer, an
-estimate the trace does not confirm (a frozen base keeps fewer tensors, its adapters' backward
-more); CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`).
+adds PEFT's branch tensors (`lora_saved_bytes_per_token`) to the full fine-tuning layer (only the
+frozen LM head and embeddings are taken out): traced, it agrees within 5 % with checkpointing
+(seed S1: −1.9 %) and is 12–18 % conservative without (a frozen base keeps fewer tensors);
+CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`).
 """
 
 from __future__ import annotations
@@ -338,14 +339,15 @@ def backward_transient_bytes(
     """
     b, s = num_sequences, seq_len
     saved = training_saved_activation_bytes(arch, attention, checkpointing, b, s, lora_per_token)
-    without_head = saved - b * s * head_saved_bytes_per_token(arch) + tied_head_gradient_bytes(arch)
+    tied = 0 if lora_per_token else tied_head_gradient_bytes(arch)  # LoRA: the embeddings are frozen
+    without_head = saved - b * s * head_saved_bytes_per_token(arch) + tied
     final_norm = without_head + b * s * norm_backward_peak_bytes_per_token(arch)
     layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token)
     if checkpointing:
         top_layer = without_head + layer + decoder_layer_constant_bytes(arch, attention)
     else:
         top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token) + layer
-    embedding = TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD * tied_head_gradient_bytes(arch)
+    embedding = TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD * tied
     return max(final_norm, top_layer, embedding, saved) - saved
 
 

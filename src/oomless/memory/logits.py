@@ -58,6 +58,7 @@ def _final_softcap_bytes(arch: ModelArch, num_sequences: int, completion_len: in
 
 def training_logits_bytes(
     arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
+    frozen_head: bool = False,
 ) -> int:
     """Peak bytes of logits/log-prob tensors in the training forward+backward of one
     micro-batch, with the LM head's kept input (`lm_head_input_bytes`).
@@ -74,13 +75,15 @@ def training_logits_bytes(
     - every mode ends with the LM head's backward: the bf16 gradient of its output (E₁), its
       input gradient, and with tied embeddings its weight gradient (`tied_head_gradient_bytes`).
     - fused: Liger, one sequence at a time (not traced).
+    A frozen LM head (LoRA) keeps no input and makes no weight gradient.
     """
     b, c, v = num_sequences, completion_len, arch.vocab_size
     s = seq_len if seq_len is not None else c + 1
     e, e1 = b * c * v, b * (c + 1) * v
-    lm_input = lm_head_input_bytes(arch, b, c, s)
+    lm_input = 0 if frozen_head else lm_head_input_bytes(arch, b, c, s)
     kept = lm_input + _final_softcap_bytes(arch, b, c)
-    head_backward = lm_input + B * e1 + tied_head_gradient_bytes(arch) + B * arch.hidden_size * b * (c + 1)
+    tied = 0 if frozen_head else tied_head_gradient_bytes(arch)
+    head_backward = lm_input + B * e1 + tied + B * arch.hidden_size * b * (c + 1)
     if mode == LogitsMode.full_bf16:
         return max(kept + B * max(e1 + e, c * v * (b + 2), e + e1), head_backward)
     if mode == LogitsMode.full_fp32:

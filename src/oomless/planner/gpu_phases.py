@@ -238,7 +238,10 @@ class GroupPlanner:
         transient = A.backward_transient_bytes(arch, attn, gc, seqs, shape.seq_len, lora)
         logits = 0
         if role == Role.actor:
-            logits = L.training_logits_bytes(arch, spec.logits, seqs, shape.completion_len, spec.logits_chunk_rows, shape.seq_len)
+            logits = L.training_logits_bytes(
+                arch, spec.logits, seqs, shape.completion_len, spec.logits_chunk_rows, shape.seq_len,
+                frozen_head=spec.finetune.method != FinetuneMethod.full,
+            )
         if logits >= transient:
             comps.append(_c("logits", Category.TEMP, logits))
         else:

@@ -19,7 +19,6 @@ import torch
 
 from ..catalog.models import ModelArch, arch_from_config
 from ..memory.components import Category
-from ..memory.constants import CUDA_MIN_BLOCK_BYTES
 from ..spec.run import AttentionImpl
 from .compare import predict, relative_difference, spec_for_setup
 from .result import TraceResult, TraceSetup
@@ -167,5 +166,3 @@ def attention_for(arch: ModelArch, wanted: AttentionImpl) -> AttentionImpl:
     """sdpa cannot run a soft-capped family (transformers raises); such a family is traced eager."""
     return AttentionImpl.eager if wanted == AttentionImpl.sdpa and arch.text_model_type == "gemma2" else wanted
 
-
-ROUNDING_NOTE = f"storages are counted in {CUDA_MIN_BLOCK_BYTES}-B blocks"

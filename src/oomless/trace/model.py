@@ -4,7 +4,8 @@ The config comes from the shipped catalog or a local file (`ModelArch.source`); 
 downloaded. The model is built on the meta device with
 `AutoModelForCausalLM.from_config(..., dtype=bf16)` (no weights), put in training mode, given
 LoRA adapters by PEFT when the spec asks, then every tensor is replaced by a fake CPU tensor of
-the tracer's `FakeTensorMode` (meta + fake: PEFT cannot move fake parameters). Gradient
+the tracer's `FakeTensorMode` (meta + fake: PEFT cannot move fake parameters). Active dropout
+(LoRA's) runs as CUDA's fused kernel (`FusedDropout`: a bool mask, not CPU's float one). Gradient
 checkpointing is enabled exactly as TRL/HF Trainer enable it:
 `model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`
 (transformers `modeling_utils.PreTrainedModel.gradient_checkpointing_enable`, which checkpoints
@@ -114,6 +115,29 @@ def to_fake(model: torch.nn.Module, mode: Any) -> None:
                 setattr(module, key, convert(value))
 
 
+class FusedDropout(torch.nn.Module):
+    """Dropout as CUDA runs it: ATen's `dropout` calls the fused `native_dropout` kernel on CUDA
+    (`is_fused_kernel_acceptable`), which keeps a bool mask (1 B/element) for backward; on CPU
+    it decomposes into a float mask (4 B/element). Source: aten/src/ATen/native/Dropout.cpp."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        return torch.ops.aten.native_dropout(x, self.p, True)[0]
+
+
+def use_fused_dropout(model: torch.nn.Module) -> None:
+    """Replace every active `nn.Dropout` (LoRA's) by `FusedDropout`."""
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, torch.nn.Dropout) and child.p > 0:
+                setattr(module, name, FusedDropout(child.p))
+
+
 def add_lora(model: torch.nn.Module, rank: int, alpha: float, dropout: float, targets: list[str] | str) -> torch.nn.Module:
     """PEFT LoRA adapters as TRL/ms-swift add them (`get_peft_model`, fp32 adapters:
     autocast_adapter_dtype=True); the base weights are frozen."""
@@ -148,5 +172,6 @@ def build_model(
             mark_checkpointed_layers(model)
         if lora is not None:
             model = add_lora(model, **lora)
+        use_fused_dropout(model)
     to_fake(model, mode)
     return model
