@@ -132,7 +132,7 @@ def _render(result: TraceResult, prediction: Prediction) -> None:
     typer.echo(f"\nPeak of the step: {format_bytes(peak.total_bytes)} in {peak.region} ({peak.module or '-'}: {peak.op})")
     for cat, num in sorted(peak.by_category.items(), key=lambda kv: -kv[1]):
         typer.echo(f"  {cat:6s} {format_bytes(num):>12s}")
-    typer.echo(f"\nPeak per region (total / ACT+TEMP):")
+    typer.echo("\nPeak per region (total / ACT+TEMP):")
     for name, p in result.region_peaks.items():
         typer.echo(f"  {name:9s} {format_bytes(p.total_bytes):>12s} / {format_bytes(p.activation_bytes):>12s}  "
                    f"at {p.module or '-'}: {p.op}")

@@ -24,8 +24,6 @@ from typing import Literal
 from ..catalog.models import ModelArch
 from .tensors import (LinearShape, ParamTensor, is_expert, linear_tensors,
                       num_tensor_parameters)
-from .vision_params import CLASS_TOKENS as CLASS_TOKENS  # re-exported for callers
-from .vision_params import VISION_TENSORS as VISION_TENSORS  # re-exported for callers
 from .vision_params import num_vision_parameters, vision_tensors
 
 LayerKind = Literal["dense", "moe"]
