@@ -1,16 +1,14 @@
 """Small helpers shared by the verl, EasyR1, OpenRLHF, ORZ and VLM-R1 adapters.
 
-Reading a framework's file into plain Python values, Hydra/OmegaConf-style dotted overrides,
-shell launch lines, a declared framework version, catalog names for local model paths, and
-writing an exported file without clobbering. Every user mistake is an `InputError` naming
-the key or flag, its value and what is allowed.
+What `common` does not already give every adapter: collecting an imported spec with its
+ignored keys and notes, Hydra/OmegaConf-style dotted keys and overrides, catalog names for
+local model paths, the hardware block, and YAML/comment output for exporters. Every user
+mistake is an `InputError` naming the key or flag, its value and what is allowed.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from enum import Enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import yaml
 
 from ..errors import InputError
 from . import HardwareFlags
+from .common import command_after, shell_words  # noqa: F401  (tests reach them as N.*)
 
 MISSING = object()
 
@@ -40,28 +39,6 @@ class Collected:
 
 def _show(value: Any) -> str:
     return value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(str(path), f"cannot read: {err}") from None
-
-
-def load_yaml_mapping(text: str, where: str) -> dict[str, Any]:
-    """A YAML document that must be a mapping (an empty file is an empty mapping)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(where, f"malformed YAML{at}: {getattr(err, 'problem', None) or 'invalid YAML'}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InputError(where, f"expected a mapping of keys at the top level, got {type(data).__name__}")
-    return data
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -104,97 +81,6 @@ def parse_override(token: str) -> tuple[str, Any]:
     return key, value
 
 
-def shell_words(text: str, where: str) -> list[str]:
-    """The words of a shell launch script: comments dropped, `\\` continuations joined."""
-    joined = re.sub(r"\\\r?\n", " ", text)
-    lines = [ln for ln in joined.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    try:
-        return shlex.split("\n".join(lines).replace("\n", " ; "), comments=True)
-    except ValueError as err:
-        raise InputError(where, f"malformed command line: {err}") from None
-
-
-def command_after(words: list[str], markers: tuple[str, ...]) -> list[str] | None:
-    """The arguments of the first command whose word ends with one of ``markers`` (a module
-    after `-m` or a script path), up to the next `;`, `&&` or `|`."""
-    for i, word in enumerate(words):
-        if any(word == m or word.endswith(m) for m in markers):
-            args = []
-            for w in words[i + 1:]:
-                if w in (";", "&&", "||", "|", "&"):
-                    break
-                args.append(w)
-            return args
-    return None
-
-
-def env_assignments(words: list[str]) -> dict[str, str]:
-    """`NAME=value` words (exported or prefixed to a command) anywhere in the script."""
-    out: dict[str, str] = {}
-    for w in words:
-        m = re.match(r"^([A-Z_][A-Z0-9_]*)=(.*)$", w)
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
-
-
-def parse_version(text: str, where: str) -> tuple[int, ...]:
-    parts = re.findall(r"\d+", text.split("+")[0])[:3]
-    if not parts:
-        raise InputError(where, f"{text!r} is not a version number")
-    return tuple(int(p) for p in parts)
-
-
-def declared_version(text: str, framework: str) -> str | None:
-    """A version the file declares in a comment, pip style: `# openrlhf==0.10.1`."""
-    match = re.search(rf"#.*\b{re.escape(framework)}\s*==\s*([0-9][\w.+\-]*)", text, re.I)
-    return match.group(1) if match else None
-
-
-def check_version(text: str, framework: str, lowest: str, highest: str) -> tuple[int, ...] | None:
-    """The declared version, or None; InputError when it is outside [lowest, highest]."""
-    version = declared_version(text, framework)
-    if version is None:
-        return None
-    where = f"{framework}=={version}"
-    v = parse_version(version, where)
-    if not parse_version(lowest, where) <= v <= parse_version(highest, where):
-        raise InputError(where, f"unknown {framework} version; supported: {lowest} to {highest}")
-    return v
-
-
-def as_int(key: str, value: Any, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(key, f"{value!r} is not an integer")
-    try:
-        number = int(value)
-    except ValueError:
-        raise InputError(key, f"{value!r} is not an integer") from None
-    if minimum is not None and number < minimum:
-        raise InputError(key, f"{number} is too small; allowed: >= {minimum}")
-    return number
-
-
-def as_float(key: str, value: Any, low: float | None = None, high: float | None = None) -> float:
-    if isinstance(value, bool):
-        raise InputError(key, f"{value!r} is not a number")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(key, f"{value!r} is not a number") from None
-    if (low is not None and number < low) or (high is not None and number > high):
-        raise InputError(key, f"{number} is out of range; allowed: {low} to {high}")
-    return number
-
-
-def as_bool(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise InputError(key, f"{value!r} is not true or false")
-
-
 def model_ref(name: Any, key: str, collected: Collected) -> str:
     """A model path as the spec's `model`: kept when it exists here or names a catalog
     model; a local path that is not on this machine is replaced by the catalog model with
@@ -233,31 +119,6 @@ def hardware(flags: HardwareFlags, framework: str, gpus_per_node: int | None, nu
     if flags.host_ram_gib is not None:
         out["host_ram_gib"] = flags.host_ram_gib
     return out
-
-
-def write_new_file(path: Path, text: str, force: bool) -> Path:
-    """Write ``text`` to ``path``; an existing file is kept unless ``force``."""
-    if path.exists() and not force:
-        raise InputError(str(path), "already exists; pass --force to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def spec_get(spec: Any, dotted: str) -> Any:
-    node = spec
-    for part in dotted.split("."):
-        node = getattr(node, part)
-    return node.value if isinstance(node, Enum) else node
-
-
-def require(spec: Any, dotted: str, allowed: tuple[Any, ...], framework: str) -> Any:
-    """The spec's value at ``dotted``; InputError when ``framework`` cannot express it."""
-    value = spec_get(spec, dotted)
-    if value not in allowed:
-        shown = ", ".join(str(a) for a in allowed)
-        raise InputError(dotted, f"{value!r} cannot be written for {framework}; allowed: {shown}")
-    return value
 
 
 def dump_yaml(data: dict[str, Any]) -> str:

@@ -1,7 +1,9 @@
-"""Helpers every framework adapter may use: shell scripts, command-line flags, versions, files.
+"""Helpers every framework adapter uses: shell scripts, command-line flags, versions, YAML,
+value checks, files. The one place for them; `_native` keeps only what the Ray-based adapters
+(verl, EasyR1, OpenRLHF, ORZ, VLM-R1) share beyond this.
 
-Pure functions over text (no I/O except `write_new_files`). Errors are `InputError`s naming the
-file, line or flag, so the CLI prints one line.
+Pure functions over text (no I/O except `read_text` and `write_new_files`). Errors are
+`InputError`s naming the file, line, key or flag, so the CLI prints one line.
 
 - `parse_shell(text, source)`: the simple commands of a launch script, with the environment
   each one sees. Bash subset: line continuations, comments, `VAR=value` (script variables),
@@ -11,8 +13,13 @@ file, line or flag, so the CLI prints one line.
   Tokens come from `shlex` (POSIX mode).
 - `parse_flags(args, source)`: `--name value [value ...]`, `--name=value` and bare `--name`
   (HfArgumentParser style, as ms-swift, TRL and transformers parse them).
+- `shell_words(text, where)` / `command_after(words, markers)`: a lighter word split without
+  expansion, for launch lines whose `$VAR`s stay literal (the Ray-based adapters).
 - `read_directives(text)`: `# oomless: trl==1.16 vllm==0.8.5 max_prompt_tokens=512` lines,
-  for what a framework's own config cannot say (its version, the vLLM version).
+  for what a framework's own config cannot say (its version, the vLLM version);
+  `check_version(text, framework, ...)`: a pip-style `# verl==0.4.1` comment.
+- `to_*` (HfArgumentParser-style: `1e3` is an int) and `as_*` (YAML-style: strict types)
+  value checks; `require(spec, dotted, allowed, framework)` for exporters.
 """
 
 from __future__ import annotations
@@ -24,8 +31,11 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ..errors import InputError
 
@@ -76,6 +86,21 @@ def read_text(path: Path) -> str:
         raise InputError(str(path), f"cannot read: {err}") from None
 
 
+def load_yaml_mapping(text: str, where: str, allow_empty: bool = True) -> dict[str, Any]:
+    """A YAML document that must be a mapping; an empty one is ``{}`` when ``allow_empty``."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError(where, f"malformed YAML{at}: {getattr(err, 'problem', None) or 'invalid YAML'}") from None
+    if data is None and allow_empty:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(where, f"expected a mapping of keys at the top level, got {type(data).__name__}")
+    return data
+
+
 # --- values ------------------------------------------------------------------------------
 
 def to_bool(name: str, value: str | bool) -> bool:
@@ -118,6 +143,53 @@ def to_json(name: str, value: str | Mapping[str, Any]) -> Any:
         raise InputError(name, f"{value!r} is not valid JSON: {err.msg}") from None
 
 
+def as_int(key: str, value: Any, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise InputError(key, f"{value!r} is not an integer")
+    try:
+        number = int(value)
+    except ValueError:
+        raise InputError(key, f"{value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise InputError(key, f"{number} is too small; allowed: >= {minimum}")
+    return number
+
+
+def as_float(key: str, value: Any, low: float | None = None, high: float | None = None) -> float:
+    if isinstance(value, bool):
+        raise InputError(key, f"{value!r} is not a number")
+    number = to_float(key, value)
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise InputError(key, f"{number} is out of range; allowed: {low} to {high}")
+    return number
+
+
+def as_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise InputError(key, f"{value!r} is not true or false")
+
+
+def spec_get(spec: Any, dotted: str) -> Any:
+    node = spec
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node.value if isinstance(node, Enum) else node
+
+
+def require(spec: Any, dotted: str, allowed: tuple[Any, ...], framework: str) -> Any:
+    """The spec's value at ``dotted``; InputError when ``framework`` cannot express it."""
+    value = spec_get(spec, dotted)
+    if value not in allowed:
+        shown = ", ".join(str(a) for a in allowed)
+        raise InputError(dotted, f"{value!r} cannot be written for {framework}; allowed: {shown}")
+    return value
+
+
+# --- versions ----------------------------------------------------------------------------
+
 def parse_version(name: str, text: str) -> tuple[int, ...]:
     """'3.4.1' → (3, 4, 1); pre-release suffixes ('4.6.0.dev0', '0.8.5.post1') are dropped."""
     match = re.match(r"^v?(\d+(?:\.\d+)*)", text.strip())
@@ -143,6 +215,24 @@ def read_directives(text: str) -> dict[str, str]:
                 raise InputError(f"line {number}", f"oomless directive {item!r}: expected name==version or key=value")
             found[key] = value
     return found
+
+
+def declared_version(text: str, framework: str) -> str | None:
+    """A version the file declares in a comment, pip style: `# openrlhf==0.10.1`."""
+    match = re.search(rf"#.*\b{re.escape(framework)}\s*==\s*([0-9][\w.+\-]*)", text, re.I)
+    return match.group(1) if match else None
+
+
+def check_version(text: str, framework: str, lowest: str, highest: str) -> tuple[int, ...] | None:
+    """The declared version (major.minor.patch), or None; InputError when outside [lowest, highest]."""
+    version = declared_version(text, framework)
+    if version is None:
+        return None
+    where = f"{framework}=={version}"
+    v = parse_version(where, version)[:3]
+    if not parse_version(where, lowest)[:3] <= v <= parse_version(where, highest)[:3]:
+        raise InputError(where, f"unknown {framework} version; supported: {lowest} to {highest}")
+    return v
 
 
 # --- flags -------------------------------------------------------------------------------
@@ -375,3 +465,37 @@ def _simple_command(words: list[str], variables: dict[str, str], exported: set[s
     env.update(inline)
     return ShellCommand(tuple(rest), env, background, line)
 
+
+def shell_words(text: str, where: str) -> list[str]:
+    """The words of a launch script without expansion: comments dropped, `\\` continuations
+    joined, each line ended by a `;` word."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    lines = [ln for ln in joined.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    try:
+        return shlex.split("\n".join(lines).replace("\n", " ; "), comments=True)
+    except ValueError as err:
+        raise InputError(where, f"malformed command line: {err}") from None
+
+
+def command_after(words: list[str], markers: tuple[str, ...]) -> list[str] | None:
+    """The arguments of the first command whose word ends with one of ``markers`` (a module
+    after `-m` or a script path), up to the next separator."""
+    for i, word in enumerate(words):
+        if any(word == m or word.endswith(m) for m in markers):
+            args = []
+            for w in words[i + 1:]:
+                if w in _SEPARATORS:
+                    break
+                args.append(w)
+            return args
+    return None
+
+
+def env_assignments(words: list[str]) -> dict[str, str]:
+    """`NAME=value` words (exported or prefixed to a command) anywhere in the script."""
+    out: dict[str, str] = {}
+    for w in words:
+        m = re.match(r"^([A-Z_][A-Z0-9_]*)=(.*)$", w)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
+from . import common as C
 
 SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them)"
 LOWEST, HIGHEST = "0.3.0", "0.3.3"
@@ -66,8 +67,8 @@ ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
-    text = N.read_text(path)
-    N.check_version(text, "easyr1", LOWEST, HIGHEST)
+    text = C.read_text(path)
+    C.check_version(text, "easyr1", LOWEST, HIGHEST)
     user = _user_values(path, text)
     values, out = {**DEFAULTS, **user}, N.Collected()
     _to_spec(values, hardware, out)
@@ -77,8 +78,8 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
 
 def _user_values(path: Path, text: str) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml") or not re.search(r"verl\.trainer\.main\b", text):
-        return N.flatten(N.load_yaml_mapping(text, str(path)))
-    args = N.command_after(N.shell_words(text, str(path)), ("verl.trainer.main",)) or []
+        return N.flatten(C.load_yaml_mapping(text, str(path)))
+    args = C.command_after(C.shell_words(text, str(path)), ("verl.trainer.main",)) or []
     values: dict[str, Any] = {}
     for token in (a for a in args if not a.startswith("$")):
         key, value = N.parse_override(token)
@@ -86,7 +87,7 @@ def _user_values(path: Path, text: str) -> dict[str, Any]:
             file = next((p for p in (path.parent / str(value), Path.cwd() / str(value)) if p.is_file()), None)
             if file is None:
                 raise InputError("config", f"{value} not found next to {path.name}")
-            values = {**N.flatten(N.load_yaml_mapping(N.read_text(file), str(file))), **values}
+            values = {**N.flatten(C.load_yaml_mapping(C.read_text(file), str(file))), **values}
         else:
             values[key] = value
     return values
@@ -94,14 +95,14 @@ def _user_values(path: Path, text: str) -> dict[str, Any]:
 
 def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
     out.set("model", N.model_ref(v[f"{ACT}.model.model_path"], f"{ACT}.model.model_path", out))
-    out.set("hardware", N.hardware(flags, "easyr1", N.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1),
-                                   N.as_int("trainer.nnodes", v["trainer.nnodes"], 1), out))
-    full_shard = N.as_bool(f"{ACT}.fsdp.enable_full_shard", v[f"{ACT}.fsdp.enable_full_shard"])
-    cpu_offload = N.as_bool(f"{ACT}.fsdp.enable_cpu_offload", v[f"{ACT}.fsdp.enable_cpu_offload"])
+    out.set("hardware", N.hardware(flags, "easyr1", C.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1),
+                                   C.as_int("trainer.nnodes", v["trainer.nnodes"], 1), out))
+    full_shard = C.as_bool(f"{ACT}.fsdp.enable_full_shard", v[f"{ACT}.fsdp.enable_full_shard"])
+    cpu_offload = C.as_bool(f"{ACT}.fsdp.enable_cpu_offload", v[f"{ACT}.fsdp.enable_cpu_offload"])
     if cpu_offload and not full_shard:
         raise InputError(f"{ACT}.fsdp.enable_cpu_offload", "true needs fsdp.enable_full_shard true to be planned")
     dist: dict[str, Any] = {"strategy": "fsdp" if full_shard else "zero2",
-                            "rank0_init": N.as_bool(f"{ACT}.fsdp.enable_rank0_init", v[f"{ACT}.fsdp.enable_rank0_init"])}
+                            "rank0_init": C.as_bool(f"{ACT}.fsdp.enable_rank0_init", v[f"{ACT}.fsdp.enable_rank0_init"])}
     if not full_shard:
         out.notes.append("fsdp.enable_full_shard false (FSDP SHARD_GRAD_OP) is planned as ZeRO-2")
     if cpu_offload:
@@ -111,7 +112,7 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
     if v[f"{ACT}.optim.strategy"] not in ("adamw", "adamw_bf16"):
         raise InputError(f"{ACT}.optim.strategy", f"{v[f'{ACT}.optim.strategy']!r} is not allowed; allowed: adamw, adamw_bf16")
     out.set("attention", "flash_attention_2")
-    out.set("gradient_checkpointing", N.as_bool(f"{ACT}.model.enable_gradient_checkpointing", v[f"{ACT}.model.enable_gradient_checkpointing"]))
+    out.set("gradient_checkpointing", C.as_bool(f"{ACT}.model.enable_gradient_checkpointing", v[f"{ACT}.model.enable_gradient_checkpointing"]))
     _finetune(v, out)
     _batch_and_lengths(v, out)
     _rollout(v, out)
@@ -120,7 +121,7 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
 
 
 def _finetune(v: dict[str, Any], out: N.Collected) -> None:
-    rank = N.as_int(f"{ACT}.model.lora.rank", v[f"{ACT}.model.lora.rank"], 0)
+    rank = C.as_int(f"{ACT}.model.lora.rank", v[f"{ACT}.model.lora.rank"], 0)
     if rank == 0:
         out.set("finetune.method", "full")
         return
@@ -128,36 +129,36 @@ def _finetune(v: dict[str, Any], out: N.Collected) -> None:
     if isinstance(targets, str) and targets != "all-linear":
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     out.set("finetune", {"method": "lora", "lora_rank": rank, "lora_targets": targets,
-                         "lora_alpha": N.as_float(f"{ACT}.model.lora.alpha", v[f"{ACT}.model.lora.alpha"], 0)})
+                         "lora_alpha": C.as_float(f"{ACT}.model.lora.alpha", v[f"{ACT}.model.lora.alpha"], 0)})
 
 
 def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
     out.set("batch", {
-        "micro_batch_size": N.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1),
-        "logprob_micro_batch_size": N.as_int(f"{ACT}.micro_batch_size_per_device_for_experience", v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1),
-        "num_generations": N.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1),
+        "micro_batch_size": C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1),
+        "logprob_micro_batch_size": C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience", v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1),
+        "num_generations": C.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1),
     })
-    out.set("lengths", {"max_prompt_tokens": N.as_int("data.max_prompt_length", v["data.max_prompt_length"], 1),
-                        "max_completion_tokens": N.as_int("data.max_response_length", v["data.max_response_length"], 1)})
-    out.set("vision", {"max_pixels": N.as_int("data.max_pixels", v["data.max_pixels"], 1),
-                       "min_pixels": N.as_int("data.min_pixels", v["data.min_pixels"], 1),
-                       "freeze_tower": N.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
+    out.set("lengths", {"max_prompt_tokens": C.as_int("data.max_prompt_length", v["data.max_prompt_length"], 1),
+                        "max_completion_tokens": C.as_int("data.max_response_length", v["data.max_response_length"], 1)})
+    out.set("vision", {"max_pixels": C.as_int("data.max_pixels", v["data.max_pixels"], 1),
+                       "min_pixels": C.as_int("data.min_pixels", v["data.min_pixels"], 1),
+                       "freeze_tower": C.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
 
 
 def _rollout(v: dict[str, Any], out: N.Collected) -> None:
     ro: dict[str, Any] = {
         "engine": "vllm_colocate", "sleep_level": 1,
-        "gpu_memory_utilization": N.as_float(f"{ROL}.gpu_memory_utilization", v[f"{ROL}.gpu_memory_utilization"], 0.0, 1.0),
-        "tensor_parallel_size": N.as_int(f"{ROL}.tensor_parallel_size", v[f"{ROL}.tensor_parallel_size"], 1),
-        "max_num_batched_tokens": N.as_int(f"{ROL}.max_num_batched_tokens", v[f"{ROL}.max_num_batched_tokens"], 1),
-        "offload_model": N.as_bool(f"{ACT}.offload.offload_params", v[f"{ACT}.offload.offload_params"]),
-        "offload_optimizer": N.as_bool(f"{ACT}.offload.offload_optimizer", v[f"{ACT}.offload.offload_optimizer"]),
+        "gpu_memory_utilization": C.as_float(f"{ROL}.gpu_memory_utilization", v[f"{ROL}.gpu_memory_utilization"], 0.0, 1.0),
+        "tensor_parallel_size": C.as_int(f"{ROL}.tensor_parallel_size", v[f"{ROL}.tensor_parallel_size"], 1),
+        "max_num_batched_tokens": C.as_int(f"{ROL}.max_num_batched_tokens", v[f"{ROL}.max_num_batched_tokens"], 1),
+        "offload_model": C.as_bool(f"{ACT}.offload.offload_params", v[f"{ACT}.offload.offload_params"]),
+        "offload_optimizer": C.as_bool(f"{ACT}.offload.offload_optimizer", v[f"{ACT}.offload.offload_optimizer"]),
     }
-    if N.as_bool(f"{ROL}.enforce_eager", v[f"{ROL}.enforce_eager"]):
+    if C.as_bool(f"{ROL}.enforce_eager", v[f"{ROL}.enforce_eager"]):
         ro["enforce_eager"] = True
     if v[f"{ROL}.max_model_len"] is not None:
-        ro["max_model_len"] = N.as_int(f"{ROL}.max_model_len", v[f"{ROL}.max_model_len"], 1)
-    images = N.as_int(f"{ROL}.limit_images", v[f"{ROL}.limit_images"], 0)
+        ro["max_model_len"] = C.as_int(f"{ROL}.max_model_len", v[f"{ROL}.max_model_len"], 1)
+    images = C.as_int(f"{ROL}.limit_images", v[f"{ROL}.limit_images"], 0)
     if images > 0:
         ro["limit_images_per_prompt"] = images
     out.set("rollout", ro)
@@ -166,8 +167,8 @@ def _rollout(v: dict[str, Any], out: N.Collected) -> None:
 def _algorithm(v: dict[str, Any], out: N.Collected) -> None:
     algorithm = ADVANTAGE_TO_ALGORITHM.get(str(v["algorithm.adv_estimator"]), "grpo")
     out.set("algorithm", algorithm)
-    disabled = N.as_bool("algorithm.disable_kl", v["algorithm.disable_kl"])
-    out.set("kl_beta", 0.0 if disabled else N.as_float("algorithm.kl_coef", v["algorithm.kl_coef"], 0.0))
+    disabled = C.as_bool("algorithm.disable_kl", v["algorithm.disable_kl"])
+    out.set("kl_beta", 0.0 if disabled else C.as_float("algorithm.kl_coef", v["algorithm.kl_coef"], 0.0))
     critic = v["worker.critic.model.model_path"]
     if algorithm == "ppo" and critic not in (None, v[f"{ACT}.model.model_path"]):
         out.set("critic.model", N.model_ref(critic, "worker.critic.model.model_path", out))
@@ -203,23 +204,23 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
         "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
         "Fill in data.train_files / data.val_files and worker.reward before training.",
     ])
-    return [N.write_new_file(out_dir / "easyr1_config.yaml", head + N.dump_yaml(_spec_to_config(spec)), force)]
+    return [C.write_new_file(out_dir / "easyr1_config.yaml", head + N.dump_yaml(_spec_to_config(spec)), force)]
 
 
 def _spec_to_config(spec: Any) -> dict[str, Any]:
     fw = "easyr1"
-    strategy = N.require(spec, "distribution.strategy", ("fsdp", "zero2"), fw)
-    N.require(spec, "rollout.engine", ("vllm_colocate",), fw)
-    N.require(spec, "rollout.sleep_level", (1,), fw)
-    N.require(spec, "rollout.engine_in_trainer_process", (True,), fw)
-    N.require(spec, "attention", ("flash_attention_2",), fw)
-    precision = N.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
-    N.require(spec, "optimizer", ("adamw",), fw)
-    N.require(spec, "finetune.method", ("full", "lora"), fw)
-    algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
-    N.require(spec, "ray.enabled", (True,), fw)
-    N.require(spec, "rollout.max_num_seqs", (None,), fw)
-    N.require(spec, "placement.groups", (None,), fw)
+    strategy = C.require(spec, "distribution.strategy", ("fsdp", "zero2"), fw)
+    C.require(spec, "rollout.engine", ("vllm_colocate",), fw)
+    C.require(spec, "rollout.sleep_level", (1,), fw)
+    C.require(spec, "rollout.engine_in_trainer_process", (True,), fw)
+    C.require(spec, "attention", ("flash_attention_2",), fw)
+    precision = C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
+    C.require(spec, "optimizer", ("adamw",), fw)
+    C.require(spec, "finetune.method", ("full", "lora"), fw)
+    algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "rollout.max_num_seqs", (None,), fw)
+    C.require(spec, "placement.groups", (None,), fw)
     dist, ro, ft = spec.distribution, spec.rollout, spec.finetune
     if dist.offload_params != dist.offload_optimizer:
         raise InputError("distribution.offload_params", "EasyR1 offloads parameters and optimizer together (fsdp.enable_cpu_offload)")

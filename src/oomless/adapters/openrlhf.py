@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
+from . import common as C
 from .openrlhf_flags import FLAGS
 
 SUPPORTED_VERSIONS = "OpenRLHF 0.8.0 to 0.10.1 (classic flags; defaults of 0.8.11 / 0.10.1) and 0.10.2 to 0.11.2 (dotted flags; defaults of 0.11.2)"
@@ -89,9 +90,9 @@ MARKERS = ("openrlhf.cli.train_ppo_ray", "train_ppo_ray.py", "train_ppo_ray")
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
-    text = N.read_text(path)
-    declared = N.check_version(text, "openrlhf", LOWEST, HIGHEST)
-    args = N.command_after(N.shell_words(text, str(path)), MARKERS)
+    text = C.read_text(path)
+    declared = C.check_version(text, "openrlhf", LOWEST, HIGHEST)
+    args = C.command_after(C.shell_words(text, str(path)), MARKERS)
     if args is None:
         raise InputError(str(path), "no `openrlhf.cli.train_ppo_ray` command found")
     version = _table_version(args, declared)
@@ -332,7 +333,7 @@ def _rollout(a: _Args, roles: list[str], out: N.Collected) -> None:
     if a["vllm_sleep"] and not sleeps:
         out.ignore(a.name("vllm_sleep"), True, "train_ppo_ray turns vLLM sleep off without colocate_all")
     ro = {"engine": "vllm_colocate" if colocated else "vllm_separate", "tensor_parallel_size": int(a["vllm_tp"]),
-          "gpu_memory_utilization": N.as_float(a.name("vllm_util"), a["vllm_util"], 0.0, 1.0),
+          "gpu_memory_utilization": C.as_float(a.name("vllm_util"), a["vllm_util"], 0.0, 1.0),
           "enforce_eager": bool(a["enforce_eager"]), "engine_in_trainer_process": False, "engine_starts_first": True}
     if colocated:
         ro["sleep_level"] = 1 if sleeps else 0

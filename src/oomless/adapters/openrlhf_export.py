@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import _native as N
+from . import common as C
 from .openrlhf import CLASSIC, DOTTED, FLAG
 
 
@@ -21,7 +22,7 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     canon = _canonical(spec)
     paths = []
     for name, version, dotted in (("train_ppo_ray.sh", DOTTED, True), ("train_ppo_ray_classic.sh", CLASSIC, False)):
-        paths.append(N.write_new_file(out_dir / name, _script(spec, canon, version, dotted), force))
+        paths.append(C.write_new_file(out_dir / name, _script(spec, canon, version, dotted), force))
     return paths
 
 
@@ -55,22 +56,22 @@ def _groups(spec: Any) -> list[tuple[str, ...]]:
 
 def _canonical(spec: Any) -> dict[str, Any]:
     fw = "openrlhf"
-    strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
-    N.require(spec, "distribution.offload_params", (False,), fw)
-    N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
-    N.require(spec, "optimizer", ("adamw",), fw)
-    N.require(spec, "placement.process_per_role", (True,), fw)
-    N.require(spec, "rollout.offload_model", (False,), fw)
-    N.require(spec, "rollout.offload_optimizer", (False,), fw)
-    algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
-    N.require(spec, "ray.enabled", (True,), fw)
-    N.require(spec, "rollout.max_num_batched_tokens", (None,), fw)
-    N.require(spec, "rollout.max_num_seqs", (None,), fw)
+    strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    C.require(spec, "distribution.offload_params", (False,), fw)
+    C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    C.require(spec, "optimizer", ("adamw",), fw)
+    C.require(spec, "placement.process_per_role", (True,), fw)
+    C.require(spec, "rollout.offload_model", (False,), fw)
+    C.require(spec, "rollout.offload_optimizer", (False,), fw)
+    algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "rollout.max_num_batched_tokens", (None,), fw)
+    C.require(spec, "rollout.max_num_seqs", (None,), fw)
     ro, hw = spec.rollout, spec.hardware
     engine = ro.engine.value
     if engine != "hf":
-        N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
-        N.require(spec, "rollout.engine_starts_first", (True,), fw)
+        C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+        C.require(spec, "rollout.engine_starts_first", (True,), fw)
     groups = _groups(spec)
     colocate_all = engine == "vllm_colocate"
     if colocate_all and len(groups) != 1:
@@ -91,7 +92,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
                  vllm_util=ro.gpu_memory_utilization, vllm_sleep=colocate_all and ro.sleep_level > 0,
                  enforce_eager=ro.enforce_eager)
         if not colocate_all or ro.sleep_level == 2:
-            N.require(spec, "rollout.sleep_level", (0, 1) if colocate_all else (0,), fw)
+            C.require(spec, "rollout.sleep_level", (0, 1) if colocate_all else (0,), fw)
     else:
         c["vllm_engines"] = 0
     c.update(ds_sleep=spec.placement.offload_idle_models, ref_reward_offload=spec.placement.offload_idle_models,

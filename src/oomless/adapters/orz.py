@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
+from . import common as C
 
 SUPPORTED_VERSIONS = "Open-Reasoner-Zero 0.1.0 (main, 2025-06; defaults of orz/exps/examples/ppo/ppo_base_exp.py)"
 LOWEST, HIGHEST = "0.1.0", "0.1.0"
@@ -74,8 +75,8 @@ class _Unresolved:
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
-    text = N.read_text(path)
-    N.check_version(text, "orz", LOWEST, HIGHEST)
+    text = C.read_text(path)
+    C.check_version(text, "orz", LOWEST, HIGHEST)
     try:
         tree = ast.parse(text, str(path))
     except SyntaxError as err:
@@ -205,34 +206,34 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
         out.set("reward_model.model", N.model_ref(str(v["reward_pretrain"]).split(",")[0], "reward_pretrain", out))
     roles = ["actor", "reference"] + (["critic"] if algorithm == "ppo" else []) + (["reward"] if v["reward_pretrain"] else [])
     _placement(v, roles, flags, out)
-    stage = N.as_int("zero_stage", v["zero_stage"], 0)
+    stage = C.as_int("zero_stage", v["zero_stage"], 0)
     if stage > 3:
         raise InputError("zero_stage", f"{stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
     out.set("distribution", {"strategy": "ddp" if stage == 0 else f"zero{stage}",
-                             "offload_optimizer": N.as_bool("adam_offload", v["adam_offload"])})
-    out.set("precision", "bf16_mixed" if N.as_bool("bf16", v["bf16"]) else "fp16_mixed")
-    out.set("attention", "flash_attention_2" if N.as_bool("flash_attn", v["flash_attn"]) else "eager")
-    out.set("gradient_checkpointing", N.as_bool("gradient_checkpointing", v["gradient_checkpointing"]))
+                             "offload_optimizer": C.as_bool("adam_offload", v["adam_offload"])})
+    out.set("precision", "bf16_mixed" if C.as_bool("bf16", v["bf16"]) else "fp16_mixed")
+    out.set("attention", "flash_attention_2" if C.as_bool("flash_attn", v["flash_attn"]) else "eager")
+    out.set("gradient_checkpointing", C.as_bool("gradient_checkpointing", v["gradient_checkpointing"]))
     out.set("finetune.method", "full")
-    out.set("batch", {"micro_batch_size": N.as_int("micro_train_batch_size", v["micro_train_batch_size"], 1),
-                      "logprob_micro_batch_size": N.as_int("micro_forward_batch_size", v["micro_forward_batch_size"], 1),
-                      "num_generations": N.as_int("n_samples_per_prompt", v["n_samples_per_prompt"], 1)})
-    prompt = N.as_int("prompt_max_len", v["prompt_max_len"], 1)
-    completion = N.as_int("generate_max_len", v["generate_max_len"], 1)
+    out.set("batch", {"micro_batch_size": C.as_int("micro_train_batch_size", v["micro_train_batch_size"], 1),
+                      "logprob_micro_batch_size": C.as_int("micro_forward_batch_size", v["micro_forward_batch_size"], 1),
+                      "num_generations": C.as_int("n_samples_per_prompt", v["n_samples_per_prompt"], 1)})
+    prompt = C.as_int("prompt_max_len", v["prompt_max_len"], 1)
+    completion = C.as_int("generate_max_len", v["generate_max_len"], 1)
     out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": completion})
-    out.set("kl_beta", N.as_float("init_kl_coef", v["init_kl_coef"], 0.0))
-    if v["max_len"] is not None and N.as_int("max_len", v["max_len"], 1) != prompt + completion:
-        out.set("rollout.max_model_len", N.as_int("max_len", v["max_len"], 1))
+    out.set("kl_beta", C.as_float("init_kl_coef", v["init_kl_coef"], 0.0))
+    if v["max_len"] is not None and C.as_int("max_len", v["max_len"], 1) != prompt + completion:
+        out.set("rollout.max_model_len", C.as_int("max_len", v["max_len"], 1))
     out.set("ray.enabled", True)
     out.notes.append("ORZ always loads a reference model (trainer.build_models), whatever the KL coefficients")
 
 
 def _placement(v: dict[str, Any], roles: list[str], flags: HardwareFlags, out: N.Collected) -> None:
-    gpus = {r: N.as_int(f"{r}_num_nodes", v[f"{r}_num_nodes"], 1) * N.as_int(f"{r}_num_gpus_per_node", v[f"{r}_num_gpus_per_node"], 1)
+    gpus = {r: C.as_int(f"{r}_num_nodes", v[f"{r}_num_nodes"], 1) * C.as_int(f"{r}_num_gpus_per_node", v[f"{r}_num_gpus_per_node"], 1)
             for r in ("actor", "ref", "critic", "reward")}
-    engines = N.as_int("vllm_num_engines", v["vllm_num_engines"], 1)
-    tp = N.as_int("vllm_tensor_parallel_size", v["vllm_tensor_parallel_size"], 1)
-    colocate = N.as_bool("colocate_all", v["colocate_all"])
+    engines = C.as_int("vllm_num_engines", v["vllm_num_engines"], 1)
+    tp = C.as_int("vllm_tensor_parallel_size", v["vllm_tensor_parallel_size"], 1)
+    colocate = C.as_bool("colocate_all", v["colocate_all"])
     if colocate:
         if v["actor_num_gpus_per_node"] != 1 or v["actor_num_nodes"] != engines or tp != 1:
             raise InputError("vllm_num_engines", f"colocate_all needs actor_num_gpus_per_node 1 and actor_num_nodes == "
@@ -250,9 +251,9 @@ def _placement(v: dict[str, Any], roles: list[str], flags: HardwareFlags, out: N
     out.set("placement", {"groups": groups, "process_per_role": True, "offload_idle_models": colocate})
     ro: dict[str, Any] = {
         "engine": "vllm_colocate" if colocate else "vllm_separate", "tensor_parallel_size": tp,
-        "gpu_memory_utilization": N.as_float("gpu_memory_utilization", v["gpu_memory_utilization"], 0.0, 1.0),
-        "max_num_batched_tokens": N.as_int("max_num_batched_tokens", v["max_num_batched_tokens"], 1),
-        "enforce_eager": N.as_bool("enforce_eager", v["enforce_eager"]),
+        "gpu_memory_utilization": C.as_float("gpu_memory_utilization", v["gpu_memory_utilization"], 0.0, 1.0),
+        "max_num_batched_tokens": C.as_int("max_num_batched_tokens", v["max_num_batched_tokens"], 1),
+        "enforce_eager": C.as_bool("enforce_eager", v["enforce_eager"]),
         "engine_in_trainer_process": False, "engine_starts_first": True,
     }
     if colocate:
@@ -264,7 +265,7 @@ def _separate_groups(v: dict[str, Any], roles: list[str], gpus: dict[str, int]) 
     out: list[tuple[list[str], int]] = []
     for first, second, together in (("actor", "reference", "colocate_actor_ref"), ("critic", "reward", "colocate_critic_reward")):
         key2 = "ref" if second == "reference" else second
-        if first in roles and second in roles and N.as_bool(together, v[together]):
+        if first in roles and second in roles and C.as_bool(together, v[together]):
             out.append(([first, second], gpus[first]))
             continue
         out += [([r], gpus[k]) for r, k in ((first, first), (second, key2)) if r in roles]
@@ -283,7 +284,7 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
         "@dataclass\nclass PPOExpConfig(BasePPOExpConfig):\n" + body +
         '\n\nif __name__ == "__main__":\n    exp = PPOExp().set_cfg(PPOExpConfig())\n    asyncio.run(exp.run())\n'
     )
-    return [N.write_new_file(out_dir / "orz_ppo_exp.py", text, force)]
+    return [C.write_new_file(out_dir / "orz_ppo_exp.py", text, force)]
 
 
 def _annotation(key: str, value: Any) -> str:
@@ -294,18 +295,18 @@ def _annotation(key: str, value: Any) -> str:
 
 def _spec_to_fields(spec: Any) -> dict[str, Any]:
     fw = "orz"
-    strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
-    N.require(spec, "distribution.offload_params", (False,), fw)
-    N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
-    N.require(spec, "attention", ("flash_attention_2", "eager"), fw)
-    N.require(spec, "finetune.method", ("full",), fw)
-    algorithm = N.require(spec, "algorithm", ("ppo", "grpo"), fw)
-    N.require(spec, "placement.process_per_role", (True,), fw)
-    N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
-    N.require(spec, "rollout.engine_starts_first", (True,), fw)
-    engine = N.require(spec, "rollout.engine", ("vllm_colocate", "vllm_separate"), fw)
-    N.require(spec, "ray.enabled", (True,), fw)
-    N.require(spec, "rollout.max_num_seqs", (None,), fw)
+    strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    C.require(spec, "distribution.offload_params", (False,), fw)
+    C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    C.require(spec, "attention", ("flash_attention_2", "eager"), fw)
+    C.require(spec, "finetune.method", ("full",), fw)
+    algorithm = C.require(spec, "algorithm", ("ppo", "grpo"), fw)
+    C.require(spec, "placement.process_per_role", (True,), fw)
+    C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+    C.require(spec, "rollout.engine_starts_first", (True,), fw)
+    engine = C.require(spec, "rollout.engine", ("vllm_colocate", "vllm_separate"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "rollout.max_num_seqs", (None,), fw)
     from ..planner.roles import placement_groups
 
     groups = [(tuple(r.value for r in g.roles), g.gpus_per_node) for g in placement_groups(spec)]
@@ -314,8 +315,8 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     if "reference" not in roles:
         raise InputError("placement.groups", "ORZ always loads a reference model; place the reference role")
     colocate = engine == "vllm_colocate"
-    N.require(spec, "placement.offload_idle_models", (colocate,), fw)
-    N.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
+    C.require(spec, "placement.offload_idle_models", (colocate,), fw)
+    C.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
     if colocate and (len(groups) != 1 or ro.tensor_parallel_size != 1):
         raise InputError("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
     f: dict[str, Any] = {"colocate_all": colocate}

@@ -32,8 +32,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..catalog.models import ModelArch, load_model
 from ..errors import InputError
 from ..memory import vision as VZ
@@ -356,15 +354,3 @@ def _hardware(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
     if hw.host_ram_gib is not None:
         out["host_ram_gib"] = hw.host_ram_gib
     return out
-
-
-def load_yaml(name: str, text: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise InputError(name, f"malformed YAML{where}: {getattr(err, 'problem', None) or err}") from None
-    if not isinstance(data, dict):
-        raise InputError(name, "expected a mapping of keys at the top level")
-    return data

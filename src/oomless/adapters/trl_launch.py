@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.models import ModelArch
 from ..errors import InputError
-from .common import ShellCommand, parse_flags, parse_shell, to_bool, to_float, to_int
+from .common import ShellCommand, load_yaml_mapping, parse_flags, parse_shell, to_bool, to_float, to_int
 from .deepspeed_json import distribution_from_deepspeed
 
 if TYPE_CHECKING:
@@ -68,10 +68,9 @@ def _cli_values(flags: Mapping[str, list[str]]) -> dict[str, Any]:
 
 
 def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
-    from .trl import load_yaml
 
     if name.endswith((".yaml", ".yml")):
-        return _from_config(load_yaml(name, text), {}, text, read, {}, None)
+        return _from_config(load_yaml_mapping(text, name, allow_empty=False), {}, text, read, {}, None)
     commands = parse_shell(text, name)
     server = next((c for c in commands if c.argv[:2] == ("trl", "vllm-serve")), None)
     main = next((c for c in commands if _is_main(c)), None)
@@ -85,7 +84,7 @@ def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
         config_name = str(flags.pop("config"))
         config_text = read(config_name)
         texts += "\n" + config_text
-        config = load_yaml(config_name, config_text)
+        config = load_yaml_mapping(config_text, config_name, allow_empty=False)
     config.update(flags)
     return _from_config(config, launch_opts, texts, read, main.env, server)
 
@@ -131,11 +130,10 @@ def _split(cmd: ShellCommand) -> tuple[dict[str, Any], list[str]]:
 
 
 def _accelerate_file(value: str, read: Callable[[str], str]) -> dict[str, Any]:
-    from .trl import load_yaml
 
     if value in TRL_ACCELERATE_CONFIGS and not value.endswith((".yaml", ".yml")):
         return dict(TRL_ACCELERATE_CONFIGS[value])
-    return load_yaml(value, read(value))
+    return load_yaml_mapping(read(value), value, allow_empty=False)
 
 
 def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: str, read: Callable[[str], str],

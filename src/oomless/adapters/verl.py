@@ -25,6 +25,7 @@ import yaml
 from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
+from . import common as C
 from .verl_keys import DEFAULTS, VERSION
 
 SUPPORTED_VERSIONS = f"verl 0.9.0 to {VERSION} (keys and defaults of {VERSION}; older configs are read with them)"
@@ -53,8 +54,8 @@ ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
-    text = N.read_text(path)
-    N.check_version(text, "verl", LOWEST, HIGHEST)
+    text = C.read_text(path)
+    C.check_version(text, "verl", LOWEST, HIGHEST)
     user = _user_values(path, text)
     cfg, out = _Config(user), N.Collected()
     _to_spec(cfg, hardware, out)
@@ -67,8 +68,8 @@ def _user_values(path: Path, text: str) -> dict[str, Any]:
     is_script = path.suffix not in (".yaml", ".yml") and re.search(r"main_ppo", text)
     if not is_script:
         return _yaml_values(text, str(path))
-    words = N.shell_words(text, str(path))
-    args = N.command_after(words, ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")) or []
+    words = C.shell_words(text, str(path))
+    args = C.command_after(words, ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")) or []
     options, overrides = _split_hydra_args(args)
     values: dict[str, Any] = {}
     if "--config-name" in options:
@@ -77,7 +78,7 @@ def _user_values(path: Path, text: str) -> dict[str, Any]:
         file = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
         if not file.is_file():
             raise InputError("--config-name", f"{file} not found next to {path.name}")
-        values = _yaml_values(N.read_text(file), str(file))
+        values = _yaml_values(C.read_text(file), str(file))
     for token in overrides:
         key, value = N.parse_override(token)
         values[key] = value
@@ -102,7 +103,7 @@ def _split_hydra_args(args: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def _yaml_values(text: str, where: str) -> dict[str, Any]:
-    data = N.load_yaml_mapping(text, where)
+    data = C.load_yaml_mapping(text, where)
     data.pop("defaults", None)
     data.pop("hydra", None)
     return N.flatten(data)
@@ -129,19 +130,19 @@ class _Config:
 def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
     g = cfg.get
     out.set("model", N.model_ref(g(f"{M}.path"), f"{M}.path", out))
-    n_gpus = N.as_int("trainer.n_gpus_per_node", g("trainer.n_gpus_per_node"), 1)
-    out.set("hardware", N.hardware(flags, "verl", n_gpus, N.as_int("trainer.nnodes", g("trainer.nnodes"), 1), out))
+    n_gpus = C.as_int("trainer.n_gpus_per_node", g("trainer.n_gpus_per_node"), 1)
+    out.set("hardware", N.hardware(flags, "verl", n_gpus, C.as_int("trainer.nnodes", g("trainer.nnodes"), 1), out))
     strategy = g(f"{A}.strategy")
     if strategy not in ("fsdp", "fsdp2"):
         raise InputError(f"{A}.strategy", f"{strategy!r} is not supported; allowed: fsdp, fsdp2")
     out.set("distribution.strategy", "fsdp")
-    if N.as_bool(f"{A}.fsdp_config.offload_policy", g(f"{A}.fsdp_config.offload_policy")):
+    if C.as_bool(f"{A}.fsdp_config.offload_policy", g(f"{A}.fsdp_config.offload_policy")):
         out.set("distribution.offload_params", True)
         out.set("distribution.offload_optimizer", True)
     dtype = str(g(f"{A}.fsdp_config.model_dtype"))
     out.set("precision", "bf16" if dtype in ("bf16", "bfloat16") else "bf16_mixed")
     out.set("attention", g(f"{M}.override_config.attn_implementation") or "flash_attention_2")
-    out.set("gradient_checkpointing", N.as_bool(f"{M}.enable_gradient_checkpointing", g(f"{M}.enable_gradient_checkpointing")))
+    out.set("gradient_checkpointing", C.as_bool(f"{M}.enable_gradient_checkpointing", g(f"{M}.enable_gradient_checkpointing")))
     _finetune(cfg, out)
     _batch(cfg, out)
     _rollout(cfg, out)
@@ -152,29 +153,29 @@ def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
 
 
 def _finetune(cfg: _Config, out: N.Collected) -> None:
-    rank = N.as_int(f"{M}.lora_rank", cfg.get(f"{M}.lora_rank"), 0)
+    rank = C.as_int(f"{M}.lora_rank", cfg.get(f"{M}.lora_rank"), 0)
     if rank > 0:
         targets = cfg.get(f"{M}.target_modules")
         out.set("finetune", {"method": "lora", "lora_rank": rank,
-                             "lora_alpha": N.as_float(f"{M}.lora_alpha", cfg.get(f"{M}.lora_alpha"), 0),
+                             "lora_alpha": C.as_float(f"{M}.lora_alpha", cfg.get(f"{M}.lora_alpha"), 0),
                              "lora_targets": targets if isinstance(targets, list) else "all-linear"})
     else:
         out.set("finetune.method", "full")
-    if N.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):
+    if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):
         out.set("logits", "fused")
-    elif N.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
+    elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
         out.set("logits", "chunked")
-        out.set("logits_chunk_rows", N.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
+        out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
 
 
 def _batch(cfg: _Config, out: N.Collected) -> None:
     g = cfg.get
-    prompt = N.as_int("data.max_prompt_length", g("data.max_prompt_length"), 1)
-    response = N.as_int("data.max_response_length", g("data.max_response_length"), 1)
+    prompt = C.as_int("data.max_prompt_length", g("data.max_prompt_length"), 1)
+    response = C.as_int("data.max_response_length", g("data.max_response_length"), 1)
     out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response})
-    out.set("batch.num_generations", N.as_int(f"{R}.n", g(f"{R}.n"), 1))
-    if N.as_bool(f"{A}.use_dynamic_bsz", g(f"{A}.use_dynamic_bsz")):
-        budget = N.as_int(f"{A}.ppo_max_token_len_per_gpu", g(f"{A}.ppo_max_token_len_per_gpu"), 1)
+    out.set("batch.num_generations", C.as_int(f"{R}.n", g(f"{R}.n"), 1))
+    if C.as_bool(f"{A}.use_dynamic_bsz", g(f"{A}.use_dynamic_bsz")):
+        budget = C.as_int(f"{A}.ppo_max_token_len_per_gpu", g(f"{A}.ppo_max_token_len_per_gpu"), 1)
         micro = max(1, budget // (prompt + response))
         out.set("batch.micro_batch_size", micro)
         out.notes.append(f"use_dynamic_bsz: a budget of {budget} tokens per GPU is planned as {micro} full-length sequences")
@@ -182,8 +183,8 @@ def _batch(cfg: _Config, out: N.Collected) -> None:
     micro = g(f"{A}.ppo_micro_batch_size_per_gpu")
     if micro is None:
         raise InputError(f"{A}.ppo_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
-    out.set("batch.micro_batch_size", N.as_int(f"{A}.ppo_micro_batch_size_per_gpu", micro, 1))
-    sizes = [N.as_int(k, g(k), 1) for k in (f"{R}.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu") if g(k) is not None]
+    out.set("batch.micro_batch_size", C.as_int(f"{A}.ppo_micro_batch_size_per_gpu", micro, 1))
+    sizes = [C.as_int(k, g(k), 1) for k in (f"{R}.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu") if g(k) is not None]
     if not sizes:
         raise InputError(f"{R}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
     out.set("batch.logprob_micro_batch_size", max(sizes))
@@ -196,29 +197,29 @@ def _rollout(cfg: _Config, out: N.Collected) -> None:
         out.notes.append(f"{R}.name is not set (verl requires it); planned as vllm")
     elif name != "vllm":
         out.notes.append(f"{R}.name={name}: planned as vLLM with the same memory fraction")
-    full = N.as_int(f"{M}.lora_rank", g(f"{M}.lora_rank"), 0) == 0
-    sleeps = N.as_bool(f"{R}.free_cache_engine", g(f"{R}.free_cache_engine"))
+    full = C.as_int(f"{M}.lora_rank", g(f"{M}.lora_rank"), 0) == 0
+    sleeps = C.as_bool(f"{R}.free_cache_engine", g(f"{R}.free_cache_engine"))
     ro: dict[str, Any] = {
         "engine": "vllm_colocate",
-        "gpu_memory_utilization": N.as_float(f"{R}.gpu_memory_utilization", g(f"{R}.gpu_memory_utilization"), 0.0, 1.0),
-        "tensor_parallel_size": N.as_int(f"{R}.tensor_model_parallel_size", g(f"{R}.tensor_model_parallel_size"), 1),
-        "max_num_batched_tokens": N.as_int(f"{R}.max_num_batched_tokens", g(f"{R}.max_num_batched_tokens"), 1),
-        "max_num_seqs": N.as_int(f"{R}.max_num_seqs", g(f"{R}.max_num_seqs"), 1),
-        "enforce_eager": N.as_bool(f"{R}.enforce_eager", g(f"{R}.enforce_eager")),
+        "gpu_memory_utilization": C.as_float(f"{R}.gpu_memory_utilization", g(f"{R}.gpu_memory_utilization"), 0.0, 1.0),
+        "tensor_parallel_size": C.as_int(f"{R}.tensor_model_parallel_size", g(f"{R}.tensor_model_parallel_size"), 1),
+        "max_num_batched_tokens": C.as_int(f"{R}.max_num_batched_tokens", g(f"{R}.max_num_batched_tokens"), 1),
+        "max_num_seqs": C.as_int(f"{R}.max_num_seqs", g(f"{R}.max_num_seqs"), 1),
+        "enforce_eager": C.as_bool(f"{R}.enforce_eager", g(f"{R}.enforce_eager")),
         "sleep_level": (2 if full else 1) if sleeps else 0,
         "engine_in_trainer_process": g(f"{R}.mode") == "sync",
     }
     if g(f"{R}.max_model_len") is not None:
-        ro["max_model_len"] = N.as_int(f"{R}.max_model_len", g(f"{R}.max_model_len"), 1)
+        ro["max_model_len"] = C.as_int(f"{R}.max_model_len", g(f"{R}.max_model_len"), 1)
     if g(f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image") is not None:
-        ro["limit_images_per_prompt"] = N.as_int("limit_mm_per_prompt.image", g(f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image"), 0)
+        ro["limit_images_per_prompt"] = C.as_int("limit_mm_per_prompt.image", g(f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image"), 0)
     if sleeps:
-        ro["offload_model"] = N.as_bool(f"{A}.fsdp_config.param_offload", g(f"{A}.fsdp_config.param_offload"))
-        ro["offload_optimizer"] = N.as_bool(f"{A}.fsdp_config.optimizer_offload", g(f"{A}.fsdp_config.optimizer_offload"))
+        ro["offload_model"] = C.as_bool(f"{A}.fsdp_config.param_offload", g(f"{A}.fsdp_config.param_offload"))
+        ro["offload_optimizer"] = C.as_bool(f"{A}.fsdp_config.optimizer_offload", g(f"{A}.fsdp_config.optimizer_offload"))
     out.set("rollout", ro)
     for key, field in (("data.mm_processor_kwargs.max_pixels", "max_pixels"), ("data.mm_processor_kwargs.min_pixels", "min_pixels")):
         if g(key) is not None:
-            out.set(f"vision.{field}", N.as_int(key, g(key), 1))
+            out.set(f"vision.{field}", C.as_int(key, g(key), 1))
 
 
 def _algorithm(cfg: _Config, out: N.Collected) -> None:
@@ -227,10 +228,10 @@ def _algorithm(cfg: _Config, out: N.Collected) -> None:
     algorithm = ADVANTAGE_TO_ALGORITHM.get(str(estimator), "grpo")
     out.set("algorithm", algorithm)
     beta = 0.0
-    if N.as_bool(f"{A}.use_kl_loss", g(f"{A}.use_kl_loss")):
-        beta = N.as_float(f"{A}.kl_loss_coef", g(f"{A}.kl_loss_coef"), 0.0)
-    elif N.as_bool("algorithm.use_kl_in_reward", g("algorithm.use_kl_in_reward")):
-        beta = N.as_float("algorithm.kl_ctrl.kl_coef", g("algorithm.kl_ctrl.kl_coef"), 0.0)
+    if C.as_bool(f"{A}.use_kl_loss", g(f"{A}.use_kl_loss")):
+        beta = C.as_float(f"{A}.kl_loss_coef", g(f"{A}.kl_loss_coef"), 0.0)
+    elif C.as_bool("algorithm.use_kl_in_reward", g("algorithm.use_kl_in_reward")):
+        beta = C.as_float("algorithm.kl_ctrl.kl_coef", g("algorithm.kl_ctrl.kl_coef"), 0.0)
     out.set("kl_beta", beta)
     critic = g("critic.model.path")
     if algorithm == "ppo" and critic not in (None, g(f"{M}.path"), DEFAULTS["critic.model.path"]):
@@ -268,28 +269,28 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
         "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
         "Fill in data.train_files / data.val_files and the reward function before training.",
     ])
-    yaml_path = N.write_new_file(out_dir / f"{CONFIG_NAME}.yaml", head + N.dump_yaml(config), force)
+    yaml_path = C.write_new_file(out_dir / f"{CONFIG_NAME}.yaml", head + N.dump_yaml(config), force)
     script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}"]) + 'cd "$(dirname "$0")"\n'
               f"python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME} \"$@\"\n")
-    return [yaml_path, N.write_new_file(out_dir / "run_verl.sh", script, force)]
+    return [yaml_path, C.write_new_file(out_dir / "run_verl.sh", script, force)]
 
 
 def _spec_to_config(spec: Any) -> dict[str, Any]:
     fw = "verl"
-    N.require(spec, "distribution.strategy", ("fsdp",), fw)
-    N.require(spec, "rollout.engine", ("vllm_colocate",), fw)
-    N.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
-    N.require(spec, "optimizer", ("adamw",), fw)
-    N.require(spec, "finetune.method", ("full", "lora"), fw)
-    algorithm = N.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
-    N.require(spec, "ray.enabled", (True,), fw)
-    N.require(spec, "placement.groups", (None,), fw)
-    N.require(spec, "placement.process_per_role", (False,), fw)
+    C.require(spec, "distribution.strategy", ("fsdp",), fw)
+    C.require(spec, "rollout.engine", ("vllm_colocate",), fw)
+    C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
+    C.require(spec, "optimizer", ("adamw",), fw)
+    C.require(spec, "finetune.method", ("full", "lora"), fw)
+    algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "placement.groups", (None,), fw)
+    C.require(spec, "placement.process_per_role", (False,), fw)
     dist, ro, lora = spec.distribution, spec.rollout, spec.finetune.method.value == "lora"
     if dist.offload_params != dist.offload_optimizer:
         raise InputError("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
-    N.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
-    N.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+    C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
+    C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
     world = spec.hardware.gpus_per_node * spec.hardware.num_nodes
     micro = spec.batch.micro_batch_size
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
+from . import common as C
 
 SUPPORTED_VERSIONS = "VLM-R1 main 2025-2026 (TRL 0.14-era trainer; TRL 0.14 GRPOConfig defaults)"
 LOWEST, HIGHEST = "0.0.0", "0.0.0"
@@ -44,21 +45,21 @@ MARKERS = ("grpo_jsonl.py", "grpo_rec.py", "grpo.py", "grpo_gui.py")
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
-    text = N.read_text(path)
-    words = N.shell_words(text, str(path))
-    launcher = N.command_after(words, ("torchrun",)) or []
-    args = N.command_after(words, MARKERS)
+    text = C.read_text(path)
+    words = C.shell_words(text, str(path))
+    launcher = C.command_after(words, ("torchrun",)) or []
+    args = C.command_after(words, MARKERS)
     if args is None:
         raise InputError(str(path), "no VLM-R1 `torchrun ... grpo_*.py` command found")
     out = N.Collected()
     given = _flags(args, out)
     values = {**DEFAULTS, **given}
-    env = N.env_assignments(words)
+    env = C.env_assignments(words)
     nproc = _launcher_value(launcher, "--nproc_per_node") or env.get("NPROC_PER_NODE")
     nnodes = _launcher_value(launcher, "--nnodes")
     out.set("model", N.model_ref(values.get("model_name_or_path"), "--model_name_or_path", out))
-    out.set("hardware", N.hardware(hardware, "vlmr1", N.as_int("--nproc_per_node", nproc, 1) if nproc else None,
-                                   N.as_int("--nnodes", nnodes, 1) if nnodes else None, out))
+    out.set("hardware", N.hardware(hardware, "vlmr1", C.as_int("--nproc_per_node", nproc, 1) if nproc else None,
+                                   C.as_int("--nnodes", nnodes, 1) if nnodes else None, out))
     out.set("distribution", _deepspeed(values.get("deepspeed"), path, out))
     _training(values, out)
     for key, value in sorted(given.items()):
@@ -111,56 +112,56 @@ def _deepspeed(ref: Any, script: Path, out: N.Collected) -> dict[str, Any]:
             auto.update(stage3_prefetch_bucket_size="auto", stage3_param_persistence_threshold="auto")
         return {"strategy": f"zero{match.group(1)}", **auto}
     try:
-        config = json.loads(N.read_text(file))
+        config = json.loads(C.read_text(file))
     except json.JSONDecodeError as err:
         raise InputError(str(file), f"not valid JSON ({err.msg} at line {err.lineno})") from None
     zero = config.get("zero_optimization", {})
-    stage = N.as_int("zero_optimization.stage", zero.get("stage", 0), 0)
+    stage = C.as_int("zero_optimization.stage", zero.get("stage", 0), 0)
     dist: dict[str, Any] = {"strategy": "ddp" if stage == 0 else f"zero{stage}"}
     if "overlap_comm" in zero and stage in (1, 2, 3):
-        dist["overlap_comm"] = N.as_bool("zero_optimization.overlap_comm", zero["overlap_comm"])
+        dist["overlap_comm"] = C.as_bool("zero_optimization.overlap_comm", zero["overlap_comm"])
     for key in ("reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"):
         if key in zero and (stage == 3 or key == "reduce_bucket_size"):
-            dist[key] = zero[key] if zero[key] == "auto" else N.as_int(key, zero[key], 0)
+            dist[key] = zero[key] if zero[key] == "auto" else C.as_int(key, zero[key], 0)
     dist["offload_optimizer"] = zero.get("offload_optimizer", {}).get("device", "none") == "cpu"
     dist["offload_params"] = zero.get("offload_param", {}).get("device", "none") == "cpu"
     return dist
 
 
 def _training(v: dict[str, Any], out: N.Collected) -> None:
-    per_device = N.as_int("--per_device_train_batch_size", v["per_device_train_batch_size"], 1)
-    generations = N.as_int("--num_generations", v["num_generations"], 1)
-    accumulation = N.as_int("--gradient_accumulation_steps", v["gradient_accumulation_steps"], 1)
+    per_device = C.as_int("--per_device_train_batch_size", v["per_device_train_batch_size"], 1)
+    generations = C.as_int("--num_generations", v["num_generations"], 1)
+    accumulation = C.as_int("--gradient_accumulation_steps", v["gradient_accumulation_steps"], 1)
     batch: dict[str, Any] = {"micro_batch_size": per_device * generations, "gradient_accumulation_steps": accumulation,
                              "num_generations": generations}
     if accumulation > 1:
         batch["steps_per_generation"] = 1
     out.set("batch", batch)
-    out.set("lengths", {"max_prompt_tokens": N.as_int("--max_prompt_length", v["max_prompt_length"], 1),
-                        "max_completion_tokens": N.as_int("--max_completion_length", v["max_completion_length"], 1)})
-    vision: dict[str, Any] = {"images_per_prompt": 1, "max_pixels": N.as_int("--max_pixels", v["max_pixels"], 1)}
+    out.set("lengths", {"max_prompt_tokens": C.as_int("--max_prompt_length", v["max_prompt_length"], 1),
+                        "max_completion_tokens": C.as_int("--max_completion_length", v["max_completion_length"], 1)})
+    vision: dict[str, Any] = {"images_per_prompt": 1, "max_pixels": C.as_int("--max_pixels", v["max_pixels"], 1)}
     if v["min_pixels"] is not None:
-        vision["min_pixels"] = N.as_int("--min_pixels", v["min_pixels"], 1)
-    if N.as_bool("--freeze_vision_modules", v["freeze_vision_modules"]):
+        vision["min_pixels"] = C.as_int("--min_pixels", v["min_pixels"], 1)
+    if C.as_bool("--freeze_vision_modules", v["freeze_vision_modules"]):
         vision["freeze_tower"] = True
     out.set("vision", vision)
-    out.set("kl_beta", N.as_float("--beta", v["beta"], 0.0))
-    out.set("gradient_checkpointing", N.as_bool("--gradient_checkpointing", v["gradient_checkpointing"]))
+    out.set("kl_beta", C.as_float("--beta", v["beta"], 0.0))
+    out.set("gradient_checkpointing", C.as_bool("--gradient_checkpointing", v["gradient_checkpointing"]))
     attn = v["attn_implementation"] or "sdpa"
     if attn not in ("sdpa", "flash_attention_2", "eager"):
         raise InputError("--attn_implementation", f"{attn!r} is not allowed; allowed: sdpa, flash_attention_2, eager")
     out.set("attention", attn)
-    out.set("precision", "fp16_mixed" if N.as_bool("--fp16", v["fp16"]) else "bf16_mixed")
-    if N.as_bool("--use_peft", v["use_peft"]):
+    out.set("precision", "fp16_mixed" if C.as_bool("--fp16", v["fp16"]) else "bf16_mixed")
+    if C.as_bool("--use_peft", v["use_peft"]):
         targets = v["lora_target_modules"]
-        out.set("finetune", {"method": "lora", "lora_rank": N.as_int("--lora_r", v["lora_r"], 1),
-                             "lora_alpha": N.as_float("--lora_alpha", v["lora_alpha"], 0),
-                             "lora_dropout": N.as_float("--lora_dropout", v["lora_dropout"], 0.0, 0.99),
+        out.set("finetune", {"method": "lora", "lora_rank": C.as_int("--lora_r", v["lora_r"], 1),
+                             "lora_alpha": C.as_float("--lora_alpha", v["lora_alpha"], 0),
+                             "lora_dropout": C.as_float("--lora_dropout", v["lora_dropout"], 0.0, 0.99),
                              "lora_targets": targets.split(",") if isinstance(targets, str) and targets != "all-linear" else "all-linear"})
         out.notes.append("VLM-R1 loads a full reference model under ZeRO-3 even with PEFT; the plan reuses the base")
     else:
         out.set("finetune.method", "full")
-    if N.as_bool("--use_vllm", v["use_vllm"]):
+    if C.as_bool("--use_vllm", v["use_vllm"]):
         raise InputError("--use_vllm", "VLM-R1's old vLLM path (a dedicated vllm_device) is not supported; allowed: false")
     out.set("rollout.engine", "hf")
 
@@ -168,11 +169,11 @@ def _training(v: dict[str, Any], out: N.Collected) -> None:
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     """A torchrun launch of VLM-R1's grpo_jsonl.py, plus the DeepSpeed JSON it names."""
     fw = "vlmr1"
-    strategy = N.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
-    N.require(spec, "rollout.engine", ("hf",), fw)
-    N.require(spec, "ray.enabled", (False,), fw)
-    N.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
-    N.require(spec, "finetune.method", ("full", "lora"), fw)
+    strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    C.require(spec, "rollout.engine", ("hf",), fw)
+    C.require(spec, "ray.enabled", (False,), fw)
+    C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    C.require(spec, "finetune.method", ("full", "lora"), fw)
     b, dist = spec.batch, spec.distribution
     if b.micro_batch_size % b.num_generations:
         raise InputError("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
@@ -196,14 +197,14 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     paths = []
     if strategy != "ddp":
         flags["deepspeed"] = f"{strategy}.json"
-        paths.append(N.write_new_file(out_dir / f"{strategy}.json", json.dumps(_deepspeed_json(strategy, dist), indent=2) + "\n", force))
+        paths.append(C.write_new_file(out_dir / f"{strategy}.json", json.dumps(_deepspeed_json(strategy, dist), indent=2) + "\n", force))
     lines = [f"--{k} {v}" for k, v in flags.items()]
     hw = spec.hardware
     script = ("#!/bin/bash\n" + N.header([f"VLM-R1 launch written by `oomless export --to vlmr1` for {spec.model}.",
                                            "Run from src/open-r1-multimodal; add --dataset_name/--image_root and --output_dir."])
               + 'cd "$(dirname "$0")"\n'
               + " \\\n    ".join([f"torchrun --nproc_per_node={hw.gpus_per_node} --nnodes={hw.num_nodes} src/open_r1/grpo_jsonl.py", *lines]) + "\n")
-    return [N.write_new_file(out_dir / "run_vlmr1.sh", script, force), *paths]
+    return [C.write_new_file(out_dir / "run_vlmr1.sh", script, force), *paths]
 
 
 def _deepspeed_json(strategy: str, dist: Any) -> dict[str, Any]:
