@@ -15,7 +15,7 @@ from ..catalog.models import ModelArch
 from ..spec.run import LogitsMode
 from . import constants as C
 from .activation_calibration import family_coefficients
-from .activations import tied_head_gradient_bytes
+from .activations import TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD, tied_head_gradient_bytes
 
 B = C.BF16_BYTES
 F = C.FP32_BYTES
@@ -32,6 +32,13 @@ CHUNK_BACKWARD_FP32_COPIES = 3
 log-softmax gradient (the zero-filled gather buffer is freed before the last)."""
 CHUNK_FORWARD_FP32_COPIES = 2
 """Chunked forward, per chunk: the fp32 upcast and its log-softmax."""
+HEAD_TILE_POSITIONS = 4096
+"""trl 1.16.0 `trl/kernels/chunked_logprob.py::TOKEN_CHUNK_SIZE`: positions per LM-head tile."""
+HEAD_TILE_VOCAB = 32768
+"""trl 1.16.0 `trl/trainer/utils.py::_CHUNKED_LOGPROB_CHUNK_SIZE`: vocabulary columns per tile.
+The work buffer has this width even when the vocabulary is narrower."""
+HEAD_FP32_GRADIENT_BYTES = F
+"""`ChunkedLogProbFunction.backward` accumulates the hidden and weight gradients in fp32."""
 
 
 def num_logit_elements(arch: ModelArch, num_tokens: int) -> int:
@@ -56,6 +63,59 @@ def _final_softcap_bytes(arch: ModelArch, num_sequences: int, completion_len: in
     return per_logit * num_sequences * (completion_len + 1) * arch.vocab_size
 
 
+def head_work_buffer_bytes(num_positions: int) -> int:
+    """`mm_buf`: min(positions, 4096) × 32,768 logits in the compute dtype (bf16), made once
+    in the kernel's forward and once in its backward. Source: trl 1.16.0
+    `trl/kernels/chunked_logprob.py` (`ChunkedLogProbFunction`)."""
+    return B * min(num_positions, HEAD_TILE_POSITIONS) * HEAD_TILE_VOCAB
+
+
+def chunked_head_training_bytes(arch: ModelArch, num_sequences: int, completion_len: int, seq_len: int,
+                                frozen_head: bool) -> int:
+    """TRL >= 1.0 `add_fused_lm_head` on CUDA: the backbone's last hidden states of the N = b·c
+    completion positions are gathered (`hidden_states[mask]`, bf16 N×h, saved by the kernel);
+    the forward folds the logits tile by tile in the work buffer; the backward recomputes each
+    tile into the logits gradient and accumulates the fp32 hidden (N×h) and, when the head
+    trains, weight (V×h) gradients, which it returns cast to bf16 while the fp32 ones, the
+    buffer and the saved hidden states are still alive. The bf16 weight gradient is the head's
+    gradient (`.grad`, or the tied gradient waiting for the embedding's: `tied_head_gradient_bytes`).
+    Then the gather's and the slice's backward scatter the hidden gradient into zero-filled
+    b×(s−1)×h and b×s×h bf16 tensors. Assumes: compute dtype bf16, no entropy gradient.
+    Source: trl 1.16.0 `trl/trainer/utils.py::add_fused_lm_head`, `trl/kernels/chunked_logprob.py`."""
+    n, h, v = num_sequences * completion_len, arch.hidden_size, arch.vocab_size
+    hidden = B * n * h
+    forward = hidden + head_work_buffer_bytes(n)
+    weight_grads = 0 if frozen_head else HEAD_FP32_GRADIENT_BYTES * v * h + tied_head_gradient_bytes(arch)
+    backward = hidden + head_work_buffer_bytes(n) + (HEAD_FP32_GRADIENT_BYTES + B) * n * h + weight_grads
+    scatter = B * h * num_sequences * (2 * seq_len - 1) + (0 if frozen_head else tied_head_gradient_bytes(arch))
+    return max(forward, backward, scatter)
+
+
+def accumulating_gradient_bytes(arch: ModelArch, frozen_head: bool, saved: int, logits: int, transient: int) -> int:
+    """How much higher a later micro-batch's work peaks than the first's.
+
+    The plan's train phase holds every gradient (`.grad` keeps the earlier micro-batches' sums
+    under gradient accumulation), so each new weight gradient is a separate tensor until
+    autograd adds it in place (`AccumulateGrad`). Only the vocabulary-sized ones matter (bf16
+    V×h, ``g``): untied, the LM head's arrives at the head's backward (on top of the logits
+    moment) and the embedding's at the very end (every activation freed); tied, the summed
+    head + embedding gradient arrives at the end beside the two it sums (3g instead of the
+    first micro-batch's 2g, `activations.TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD`).
+    ``saved``, ``logits`` and ``transient`` are the first micro-batch's saved activations,
+    logits peak and backward transient. Source: real steps with two micro-batches
+    (`scripts/validate_real.py`, docs/validation.md); torch/csrc/autograd/functions/accumulate_grad.h.
+    """
+    if frozen_head:
+        return 0
+    g = B * arch.vocab_size * arch.hidden_size
+    first = saved + max(logits, transient)
+    if arch.tie_word_embeddings:
+        later = max(first, (TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD + 1) * g)
+    else:
+        later = max(saved + max(logits + g, transient), g)
+    return later - first
+
+
 def training_logits_bytes(
     arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
     frozen_head: bool = False,
@@ -75,6 +135,7 @@ def training_logits_bytes(
     - every mode ends with the LM head's backward: the bf16 gradient of its output (E₁), its
       input gradient, and with tied embeddings its weight gradient (`tied_head_gradient_bytes`).
     - fused: Liger, one sequence at a time (not traced).
+    - chunked_head: TRL >= 1.0's tiled LM head (`chunked_head_training_bytes`).
     A frozen LM head (LoRA) keeps no input and makes no weight gradient.
     """
     b, c, v = num_sequences, completion_len, arch.vocab_size
@@ -88,6 +149,8 @@ def training_logits_bytes(
         return max(kept + B * max(e1 + e, c * v * (b + 2), e + e1), head_backward)
     if mode == LogitsMode.full_fp32:
         return max(kept + max(B * e1 + F * e1, F * (e1 + e), FP32_GATHER_BACKWARD_COPIES * F * e), head_backward)
+    if mode == LogitsMode.chunked_head:
+        return chunked_head_training_bytes(arch, b, c, s, frozen_head)
     if mode == LogitsMode.chunked:
         r = min(chunk_rows, b * c) * v
         forward = max(B * (e1 + e), B * e + CHUNK_FORWARD_FP32_COPIES * F * r)
@@ -98,8 +161,9 @@ def training_logits_bytes(
 
 def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int) -> int:
     """Peak bytes of logits in a no-grad log-prob forward (reference or old policy): the LM
-    head output with its divided copy (bf16; fp32 upcast first for full_fp32), or the bf16
-    copy with one chunk's fp32 upcast and log-softmax."""
+    head output with its divided copy (bf16; fp32 upcast first for full_fp32), the bf16
+    copy with one chunk's fp32 upcast and log-softmax, or (chunked_head) the gathered hidden
+    states with the work buffer."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:
@@ -109,6 +173,8 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     if mode == LogitsMode.chunked:
         r = min(chunk_rows, b * c) * v
         return max(B * (e1 + e), B * e + CHUNK_FORWARD_FP32_COPIES * F * r)
+    if mode == LogitsMode.chunked_head:
+        return B * b * c * arch.hidden_size + head_work_buffer_bytes(b * c)
     return num_logit_elements(arch, completion_len) * (B + F)
 
 

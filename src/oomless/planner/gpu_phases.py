@@ -225,7 +225,8 @@ class GroupPlanner:
 
     def training_work(self, role: Role) -> list[Component]:
         """Forward + backward of one micro-batch: saved activations + the larger of the logits
-        peak at the loss (actor only) and the backward transient of one recomputed layer."""
+        peak at the loss (actor only) and the backward transient of one recomputed layer, and
+        (actor) the vocabulary-sized weight gradient waiting to be accumulated into ``.grad``."""
         spec, shape, m = self.spec, self.shape, self.models[role]
         gc, attn, arch = spec.gradient_checkpointing, spec.attention, m.arch
         seqs = shape.train_sequences
@@ -238,10 +239,14 @@ class GroupPlanner:
         transient = A.backward_transient_bytes(arch, attn, gc, seqs, shape.seq_len, lora)
         logits = 0
         if role == Role.actor:
+            frozen_head = spec.finetune.method != FinetuneMethod.full
             logits = L.training_logits_bytes(
                 arch, spec.logits, seqs, shape.completion_len, spec.logits_chunk_rows, shape.seq_len,
-                frozen_head=spec.finetune.method != FinetuneMethod.full,
+                frozen_head=frozen_head,
             )
+            saved = sum(c.num_bytes for c in comps if c.category == Category.ACT)
+            extra = L.accumulating_gradient_bytes(arch, frozen_head, saved, logits, transient)
+            comps.append(_c("policy.accumulating.grads", Category.GRAD, extra))
         if logits >= transient:
             comps.append(_c("logits", Category.TEMP, logits))
         else:

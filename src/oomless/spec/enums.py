@@ -51,6 +51,9 @@ class LogitsMode(str, Enum):
     entropy_from_logits_with_chunking)."""
     fused = "fused"
     """Liger's fused linear GRPO loss (TRL `use_liger_kernel`): logits exist one sequence at a time."""
+    chunked_head = "chunked_head"
+    """TRL >= 1.0 `add_fused_lm_head`: the LM head runs in [4096 positions × 32,768 vocab] tiles
+    of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""
 
 
 class AttentionImpl(str, Enum):
