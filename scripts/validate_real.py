@@ -71,7 +71,7 @@ def main() -> int:
     doc = {
         "generated_by": "scripts/validate_real.py",
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {"platform": platform.platform(), "processor": platform.processor(),
+        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                     "python": platform.python_version()},
         "versions": {"oomless": metadata.version("oomless"), **cases[0]["versions"]},
         "quantity": ("largest live PARAM + BUFFER + GRAD + OPT + ACT + TEMP during forward/loss/backward of the "
