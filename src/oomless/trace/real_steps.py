@@ -1,8 +1,9 @@
 """Real training steps on real CPU tensors, measured with the tracer's `StorageTracker`.
 
 Two steps of small random-weight models (bf16 weights, pure bf16 AdamW: `precision: bf16`),
-each measured on its *second* optimizer step so the optimizer states exist, as in the plan's
-steady-state train phase:
+each with two micro-batches per optimizer step (`NUM_MICRO_BATCHES`) and measured on its
+*second* optimizer step, so the optimizer states and the first micro-batch's gradients exist
+while the second micro-batch runs: the moment the plan's steady-state train phase describes.
 
 - ``plain``: the step `trace/step.py` traces on fake tensors (log-prob pass, training forward
   with ``logits_to_keep = c + 1``, GRPO loss, backward, `torch.optim.AdamW(foreach=False)`).
@@ -21,6 +22,11 @@ Choices that keep the CPU measurement a measurement of the GPU step (Assumes:):
 
 Measured quantity: the largest live PARAM + BUFFER + GRAD + OPT + ACT + TEMP (every tensor
 but OTHER: inputs, rollout outputs) during forward, loss and backward of the second step.
+
+Known limitations: CPU tensors only (no CUDA context, allocator fragmentation, cuBLAS
+workspaces); SDPA/flash attention and TRL's Triton tiles are not run for real; the TRL step's
+vocabulary is small (64), so its vocabulary-sized terms (the fp32 weight gradient of the LM
+head) are checked only by hand-derived tests; one process, no vLLM, no KL reference model.
 """
 
 from __future__ import annotations
