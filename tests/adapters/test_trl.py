@@ -23,6 +23,7 @@ from oomless.adapters import HardwareFlags, export_native, import_native
 from oomless.adapters.trl import import_path
 from oomless.adapters.trl_export import export_files
 from oomless.errors import InputError
+from oomless.spec.enums import LogitsMode
 from oomless.spec.load import load_run, parse_spec
 
 pytest.importorskip("trl")
@@ -35,11 +36,13 @@ QUICKSTART_TRL = {
     "batch": {"micro_batch_size": 4, "gradient_accumulation_steps": 4, "num_generations": 8},
     "lengths": {"max_prompt_tokens": 1024, "max_completion_tokens": 1024},
     "kl_beta": 0.04,
+    "logits": "chunked_head",
     "rollout": {"engine": "vllm_colocate", "gpu_memory_utilization": 0.4, "sleep_level": 2,
                 "max_num_seqs": 16, "max_num_batched_tokens": 4096, "max_model_len": 2048},
 }
-"""examples/quickstart.yaml as TRL runs it: sleep level 2 and the colocated engine's fixed
-max_num_seqs (4 × 1 × 4) and max_num_batched_tokens (4096), max_model_len written out."""
+"""examples/quickstart.yaml as TRL runs it: sleep level 2, the colocated engine's fixed
+max_num_seqs (4 × 1 × 4) and max_num_batched_tokens (4096), max_model_len written out, and
+TRL 1.x's tiled LM-head log-probs."""
 
 
 def from_files(files: dict[str, str], entry: str = "launch.sh", gpu: str = "A100-80GB", **hw: Any):
@@ -95,8 +98,11 @@ def test_exported_quickstart_is_accepted_by_trl_and_reads_back(tmp_path: Path) -
 
 def test_oomless_quickstart_needs_trl_values_to_export() -> None:
     spec = load_run(Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml").spec
-    with pytest.raises(InputError, match=r"^rollout.max_num_seqs: None cannot be exported to TRL 1.16: its files give 16"):
+    # The first setting TRL 1.16 cannot express: log-probs, then the engine's fixed max_num_seqs.
+    with pytest.raises(InputError, match=r"^logits: 'full_bf16' cannot be exported to TRL 1.16: its files give 'chunked_head'"):
         export_files(spec)
+    with pytest.raises(InputError, match=r"^rollout.max_num_seqs: None cannot be exported to TRL 1.16: its files give 16"):
+        export_files(spec.model_copy(update={"logits": LogitsMode.chunked_head}))
 
 
 # --- import: defaults and launch forms ---------------------------------------------------------

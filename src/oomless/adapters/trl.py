@@ -206,6 +206,8 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
         spec["logits"] = "fused"
     elif keys.bool("cast_lm_head_to_fp32", False):
         spec["logits"] = "full_fp32"
+    else:  # TRL >= 1.0 scores log-probs through its tiled LM head (trl/kernels/chunked_logprob.py)
+        spec["logits"] = "chunked_head"
     spec["kl_beta"] = keys.float("beta", 0.0)
     if keys.get("reward_model_name_or_path"):
         spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}

@@ -81,6 +81,11 @@ def chunked_log_softmax(logits: torch.Tensor, index: torch.Tensor, chunk_rows: i
 def check_traceable(mode: LogitsMode) -> None:
     if mode == LogitsMode.fused:
         raise InputError("logits", "fused (Liger Triton kernels) is not traced; trace full_bf16, full_fp32 or chunked")
+    if mode == LogitsMode.chunked_head:
+        raise InputError(
+            "logits", "chunked_head (TRL 1.x tiled LM head) is not traced on fake tensors; it is validated on real "
+            "steps (docs/validation.md); trace full_bf16, full_fp32 or chunked"
+        )
 
 
 def per_token_logps(
