@@ -67,7 +67,7 @@ def test_write_saves_a_new_spec_that_fits(runner: CliRunner, tmp_path: Path) -> 
     result = runner.invoke(app, ["fit", str(S1_BEFORE), "--write", str(target), "--top", "0"])
     assert result.exit_code == EXIT_FITS, result.output
     text = target.read_text(encoding="utf-8")
-    assert text.startswith(f"# Written by `oomless fit`") and str(S1_BEFORE) in text.splitlines()[0]
+    assert text.startswith("# Written by `oomless fit`") and str(S1_BEFORE) in text.splitlines()[0]
     assert "# Comments of the source spec:" in text  # the source's assumptions travel along
     assert runner.invoke(app, ["plan", str(target)]).exit_code == EXIT_FITS
 
