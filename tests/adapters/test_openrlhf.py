@@ -9,6 +9,7 @@ import pytest
 
 from oomless.adapters import HardwareFlags, import_native
 from oomless.adapters import _native as N
+from oomless.adapters import common
 from oomless.adapters.openrlhf import CLASSIC, DOTTED, MARKERS, _parse_args
 from oomless.adapters.openrlhf_flags import FLAGS
 from oomless.errors import InputError
@@ -88,7 +89,7 @@ def test_export_round_trips_in_both_styles_and_uses_only_real_flags(tmp_path: Pa
     assert round_trip("openrlhf", spec, tmp_path, **HW) == [spec, spec]
     for name, version in (("train_ppo_ray.sh", DOTTED), ("train_ppo_ray_classic.sh", CLASSIC)):
         text = (tmp_path / name).read_text()
-        args = N.command_after(N.shell_words(text, name), MARKERS)
+        args = common.command_after(common.shell_words(text, name), MARKERS)
         out = N.Collected()
         _parse_args(args, FLAGS[version], version, out)  # types, choices and arity of that version
         assert out.ignored == [], out.ignored

@@ -17,7 +17,7 @@ import yaml
 
 from ..errors import InputError
 from . import HardwareFlags
-from .common import command_after, shell_words  # noqa: F401  (tests reach them as N.*)
+
 
 MISSING = object()
 

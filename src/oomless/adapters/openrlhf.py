@@ -21,7 +21,6 @@ log-prob forward is planned only when KL or PPO needs it.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
