@@ -41,18 +41,6 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
 
 
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} → {"a.b": 1}. Lists and empty mappings are leaves."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, dotted + "."))
-        else:
-            out[dotted] = value
-    return out
-
-
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     node = data
     *parents, leaf = dotted.split(".")

@@ -24,6 +24,7 @@ from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
 from . import common as C
+from ..mappings import flatten
 
 SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them)"
 LOWEST, HIGHEST = "0.3.0", "0.3.3"
@@ -78,7 +79,7 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
 
 def _user_values(path: Path, text: str) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml") or not re.search(r"verl\.trainer\.main\b", text):
-        return N.flatten(C.load_yaml_mapping(text, str(path)))
+        return flatten(C.load_yaml_mapping(text, str(path)))
     args = C.command_after(C.shell_words(text, str(path)), ("verl.trainer.main",)) or []
     values: dict[str, Any] = {}
     for token in (a for a in args if not a.startswith("$")):
@@ -87,7 +88,7 @@ def _user_values(path: Path, text: str) -> dict[str, Any]:
             file = next((p for p in (path.parent / str(value), Path.cwd() / str(value)) if p.is_file()), None)
             if file is None:
                 raise InputError("config", f"{value} not found next to {path.name}")
-            values = {**N.flatten(C.load_yaml_mapping(C.read_text(file), str(file))), **values}
+            values = {**flatten(C.load_yaml_mapping(C.read_text(file), str(file))), **values}
         else:
             values[key] = value
     return values

@@ -26,6 +26,7 @@ from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
 from . import common as C
+from ..mappings import flatten
 from .verl_keys import DEFAULTS, VERSION
 
 SUPPORTED_VERSIONS = f"verl 0.9.0 to {VERSION} (keys and defaults of {VERSION}; older configs are read with them)"
@@ -106,7 +107,7 @@ def _yaml_values(text: str, where: str) -> dict[str, Any]:
     data = C.load_yaml_mapping(text, where)
     data.pop("defaults", None)
     data.pop("hydra", None)
-    return N.flatten(data)
+    return flatten(data)
 
 
 class _Config:

@@ -12,23 +12,12 @@ import json
 from typing import Any
 
 from ..units import format_bytes
+from ..mappings import flatten
 from .model import size_label
 
 SCHEMA_VERSION = 1
 
 Document = dict[str, Any]
-
-
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys: {"batch": {"micro_batch_size": 8}} → {"batch.micro_batch_size": 8}."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, dotted + "."))
-        else:
-            out[dotted] = value
-    return out
 
 
 def spec_differences(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
