@@ -101,12 +101,6 @@ def test_qlora_base_is_about_a_quarter_of_bf16() -> None:
     assert qlora < 0.4 * lora
 
 
-def test_reference_model_only_for_full_finetuning_with_kl() -> None:
-    assert S.reference_weight_bytes(TINY, Finetune(method="full"), 0.04) == 1736 * 2
-    assert S.reference_weight_bytes(TINY, Finetune(method="full"), 0.0) == 0
-    assert S.reference_weight_bytes(TINY, Finetune(method="lora"), 0.04) == 0
-
-
 @pytest.mark.parametrize("strategy", list(Strategy))
 def test_sharding_table_covers_every_strategy(strategy: Strategy) -> None:
     assert strategy in S.SHARDING

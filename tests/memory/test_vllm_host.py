@@ -50,13 +50,6 @@ def test_scheduler_defaults_follow_vllm_rule() -> None:
     assert V.default_max_num_seqs(int(23.7 * GiB), is_a100=False) == 256
 
 
-def test_sleep_residue() -> None:
-    b = V.EngineBudget(100, 40, 10, 5, 7)
-    assert V.residue_after_sleep_bytes(b, 0) == 100
-    assert V.residue_after_sleep_bytes(b, 1) == 12
-    assert V.residue_after_sleep_bytes(b, 2) == 12
-
-
 def test_per_tensor_offload_rounds_each_tensor() -> None:
     # Two 3-MiB tensors (bf16, 1.5M elements each) moved whole: 2 × 4 MiB pinned; sharded over
     # 3 ranks each shard is 1 MiB exactly.

@@ -82,3 +82,13 @@ def test_engine_created_first_sees_an_empty_gpu() -> None:
     first = plan_of(merged(PPO, **{"rollout.engine_starts_first": True}))
     start = next(c for c in first.constraints if c.component == "vllm.gpu_memory_utilization")
     assert start.available_bytes == first.shape.capacity_bytes - C.CUDA_CONTEXT_BYTES - C.NCCL_COMMUNICATOR_BYTES
+
+
+def test_reference_model_only_for_full_finetuning_with_kl() -> None:
+    from oomless.planner.roles import has_reference_model
+    from oomless.spec.load import parse_spec
+
+    assert has_reference_model(parse_spec(BASE_SPEC))
+    assert not has_reference_model(parse_spec(merged(BASE_SPEC, kl_beta=0.0)))
+    assert not has_reference_model(parse_spec(merged(BASE_SPEC, **{"finetune.method": "lora"})))
+    assert not has_reference_model(parse_spec(merged(BASE_SPEC, algorithm="dapo")))

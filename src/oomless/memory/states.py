@@ -187,17 +187,6 @@ def policy_weight_bytes(arch: ModelArch, finetune: Finetune, precision: Precisio
     return frozen_weight_bytes(arch, finetune) + trainable
 
 
-def policy_grad_bytes(arch: ModelArch, finetune: Finetune, precision: Precision) -> int:
-    """Gradients of the trainable parameters, unsharded (2Ψ_t in the ZeRO paper)."""
-    return num_trainable_parameters(arch, finetune) * grad_bytes_per_param(precision)
-
-
-def policy_optimizer_bytes(arch: ModelArch, finetune: Finetune, optimizer: Optimizer, precision: Precision) -> int:
-    """fp32 master weights + optimizer states, unsharded (KΨ_t in the ZeRO paper)."""
-    master = num_trainable_parameters(arch, finetune) * master_bytes_per_param(precision)
-    return master + optimizer_state_bytes(arch, finetune, optimizer, precision)
-
-
 def fp32_grad_partition_bytes(arch: ModelArch, finetune: Finetune, precision: Precision) -> int:
     """fp32 copy of the gradient partition the optimizer step reads, unsharded.
 
@@ -210,18 +199,6 @@ def fp32_grad_partition_bytes(arch: ModelArch, finetune: Finetune, precision: Pr
     if precision == Precision.bf16:
         return 0
     return num_trainable_parameters(arch, finetune) * C.FP32_BYTES
-
-
-def reference_weight_bytes(arch: ModelArch, finetune: Finetune, kl_beta: float) -> int:
-    """A separate reference model, unsharded: only for full fine-tuning with KL (beta > 0).
-
-    LoRA/QLoRA reuse the base with adapters disabled (TRL `use_adapter(None)`, ms-swift
-    `null_ref_context`), so no copy. Source: research/rl-frameworks.md §7.3.
-    Assumes: bf16 reference weights.
-    """
-    if kl_beta == 0 or finetune.method != FinetuneMethod.full:
-        return 0
-    return P.num_parameters(arch) * C.BF16_BYTES
 
 
 def zero_paper_model_state_bytes(num_params: int, stage: int, num_shards: int, k: int = C.ZERO_PAPER_MIXED_ADAM_K) -> int:

@@ -131,16 +131,3 @@ def engine_budget(
         cuda_graph_bytes=cuda_graph_bytes(enforce_eager),
         graphs_in_budget=graphs_in_budget,
     )
-
-
-def residue_after_sleep_bytes(budget: EngineBudget, sleep_level: int) -> int:
-    """What the engine keeps on the GPU between rollouts, beyond its CUDA context.
-
-    Level 0 (no sleep): the whole budget. Levels 1 and 2: weights (copied to host or
-    discarded) and KV cache are released; CUDA graphs and non-torch memory (NCCL, cuBLAS)
-    stay. Source: vLLM sleep-mode docs, vllm/device_allocator/cumem.py (tags "weights",
-    "kv_cache"). Assumes: torch's cached activation blocks of the profile run were returned.
-    """
-    if sleep_level == 0:
-        return budget.footprint_bytes
-    return budget.cuda_graph_bytes + budget.non_torch_bytes
