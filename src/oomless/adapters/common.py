@@ -29,7 +29,7 @@ import json
 import operator
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -304,10 +304,11 @@ def _logical_lines(text: str, source: str) -> list[tuple[int, str]]:
     return out
 
 
-def _open_quote(text: str) -> bool:
-    quote = None
-    escaped = False
-    for char in text:
+def _scan_quotes(text: str) -> Iterator[tuple[int, str, str | None]]:
+    """Each character with the quote it stands in (after it is read), bash-style: a backslash
+    escapes outside single quotes."""
+    quote, escaped = None, False
+    for i, char in enumerate(text):
         if escaped:
             escaped = False
         elif char == "\\" and quote != "'":
@@ -316,22 +317,20 @@ def _open_quote(text: str) -> bool:
             quote = char
         elif char == quote:
             quote = None
+        yield i, char, quote
+
+
+def _open_quote(text: str) -> bool:
+    quote = None
+    for _, _, quote in _scan_quotes(text):
+        pass
     return quote is not None
 
 
 def _strip_comment(line: str) -> str:
     """Cut at a `#` that starts a word outside quotes (bash: `a#b` is a word, `a #b` a comment)."""
-    quote, escaped = None, False
-    for i, char in enumerate(line):
-        if escaped:
-            escaped = False
-        elif char == "\\" and quote != "'":
-            escaped = True
-        elif quote is None and char in "'\"":
-            quote = char
-        elif char == quote:
-            quote = None
-        elif char == "#" and quote is None and (i == 0 or line[i - 1] in " \t;&|"):
+    for i, char, quote in _scan_quotes(line):
+        if char == "#" and quote is None and (i == 0 or line[i - 1] in " \t;&|"):
             return line[:i]
     return line
 

@@ -70,16 +70,10 @@ class RealStepTracker(StorageTracker):
     def training_peak(self, regions: tuple[str, ...] = TRAINING_REGIONS) -> dict[str, int]:
         """By category, the live bytes at the moment of the largest MEASURED_CATEGORIES total
         among allocations made in ``regions``."""
-        events: list[tuple[int, int, Any]] = []
-        for r in self.records:
-            events.append((r.born, 1, r))
-            if r.died is not None:
-                events.append((r.died, -1, r))
-        events.sort(key=lambda e: e[0])
         live: dict[Category, int] = dict.fromkeys(Category, 0)
         best: dict[Category, int] = {}
         best_total = -1
-        for _, sign, r in events:
+        for _, sign, r in self.timeline():
             live[r.category] += sign * r.num_bytes
             if sign > 0 and r.region in regions:
                 total = sum(live[c] for c in MEASURED_CATEGORIES)

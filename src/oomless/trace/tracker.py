@@ -263,18 +263,22 @@ class StorageTracker(TorchDispatchMode):
 
     # --- results ---------------------------------------------------------------------------------
 
-    def peaks(self) -> dict[str, RegionPeaks]:
-        """Per region (of the allocation that set it), the moments of the largest live total
-        and of the largest ACT + TEMP, replaying births and deaths in clock order."""
+    def timeline(self) -> list[tuple[int, int, StorageRecord]]:
+        """Births (+1) and deaths (−1) of every storage, in clock order."""
         events: list[tuple[int, int, StorageRecord]] = []
         for r in self.records:
             events.append((r.born, 1, r))
             if r.died is not None:
                 events.append((r.died, -1, r))
         events.sort(key=lambda e: e[0])
+        return events
+
+    def peaks(self) -> dict[str, RegionPeaks]:
+        """Per region (of the allocation that set it), the moments of the largest live total
+        and of the largest ACT + TEMP, replaying births and deaths in clock order."""
         live: dict[Category, int] = dict.fromkeys(Category, 0)
         out: dict[str, RegionPeaks] = defaultdict(RegionPeaks)
-        for clock, sign, r in events:
+        for clock, sign, r in self.timeline():
             live[r.category] += sign * r.num_bytes
             if sign < 0:
                 continue
