@@ -16,6 +16,11 @@ EXIT_DOES_NOT_FIT = 1
 """The plan was made and some phase does not fit (GPU or host)."""
 EXIT_BAD_INPUT = 2
 """The input could not be planned: bad spec, unknown model/GPU, unreadable file."""
+EXIT_INTERNAL_ERROR = 3
+"""oomless itself failed (a bug): never a verdict. Kept apart from 1 so a script that gates on
+"does not fit" never reads a crash as one."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (128 + SIGINT, the shell convention)."""
 
 
 class InputError(ValueError):

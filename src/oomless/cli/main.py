@@ -13,12 +13,12 @@ from typing import Any
 
 import typer
 
-from ..errors import EXIT_BAD_INPUT, InputError
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, InputError
 
 app = typer.Typer(
     name="oomless",
     help="Plan GPU and host memory of RL fine-tuning (GRPO) before a GPU is touched.\n\n"
-    "Exit codes: 0 fits, 1 does not fit, 2 bad input.",
+    "Exit codes: 0 fits, 1 does not fit, 2 bad input, 3 internal error (a bug in oomless).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -35,17 +35,37 @@ def _root(
     _state["debug"] = debug
 
 
+def _show_traceback() -> None:
+    if _state["debug"]:
+        import traceback
+
+        traceback.print_exc()
+
+
+def internal_error_exit(err: BaseException) -> typer.Exit:
+    """One line for a failure of oomless itself and `EXIT_INTERNAL_ERROR`, never 1: a crash
+    must not read as the verdict "does not fit"."""
+    _show_traceback()
+    what = f"{type(err).__name__}: {err}".splitlines()[0][:300] if str(err) else type(err).__name__
+    typer.echo(f"internal error: {what}; rerun with --debug and report it", err=True)
+    return typer.Exit(EXIT_INTERNAL_ERROR)
+
+
 def run_guarded(fn: Callable[[], int]) -> None:
-    """Run a command body; turn user errors into one line on stderr and exit code 2."""
+    """Run a command body; user errors become one line on stderr and exit code 2, any other
+    exception one line and exit code 3."""
     try:
         code = fn()
     except InputError as err:
-        if _state["debug"]:
-            import traceback
-
-            traceback.print_exc()
+        _show_traceback()
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as err:  # noqa: BLE001 - the one place every failure becomes an exit code
+        raise internal_error_exit(err) from None
     raise typer.Exit(code)
 
 
@@ -67,4 +87,9 @@ _register()
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point. Usage errors (unknown option, missing argument) are
     click's plain three-line message and exit code 2, like every other bad input."""
-    return app(args=argv if argv is not None else sys.argv[1:], prog_name="oomless")
+    try:
+        return app(args=argv if argv is not None else sys.argv[1:], prog_name="oomless")
+    except KeyboardInterrupt:
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as err:  # noqa: BLE001 - commands outside run_guarded (models, gpus, schema)
+        raise SystemExit(internal_error_exit(err).exit_code) from None
