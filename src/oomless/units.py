@@ -16,7 +16,12 @@ def gib_to_bytes(gib: float) -> int:
 
 
 def format_bytes(num_bytes: int) -> str:
-    """Human display in binary units, labelled as such (GiB, MiB)."""
+    """Human display in binary units, labelled as such (GiB, MiB). Exact integer arithmetic
+    for sizes too large for a float (garbage in a log must not crash the display)."""
+    if abs(num_bytes) >= 2**1000:
+        digits = str(abs(num_bytes) // GiB)
+        sign = "-" if num_bytes < 0 else ""
+        return f"{sign}{digits[0]}.{digits[1:3]}e+{len(digits) - 1} GiB"
     if abs(num_bytes) >= GiB:
         return f"{num_bytes / GiB:.2f} GiB"
     if abs(num_bytes) >= MiB:

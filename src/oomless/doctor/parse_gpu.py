@@ -15,7 +15,9 @@ from .findings import Finding, Kind
 from .sizes import UNIT_PATTERN, to_bytes, to_float, to_int
 from .text import joined_window
 
-NUM = r"(\d+(?:\.\d+)?)"
+NUM = r"(?<![\d.])(\d+(?:\.\d+)?)"
+"""A number that starts where a run of digits starts (the lookbehind keeps a search linear in a
+long run of digits: without it every digit of the run is tried as a start)."""
 SIZE = rf"{NUM}\s*({UNIT_PATTERN})"
 
 

@@ -29,7 +29,7 @@ _RAY_WORKER = re.compile(r"name=([^,]{0,200}),\s*pid=(\d+),\s*memory used=([\d.]
 _RAY_USAGE = re.compile(r"\bwas\s*([\d.]+)\s*GB\s*/\s*([\d.]+)\s*GB\s*\(\s*([\d.]+)\s*\)")
 _RAY_THRESHOLD = re.compile(r"memory usage threshold of\s*([\d.]+\d)")
 _RAY_LEGACY = re.compile(r"RayOutOfMemoryError: More than (\d+)% of the memory on node (\S+) is used \(([\d.]+) / ([\d.]+) GB\)")
-_RAY_SUMMARY = re.compile(r"(\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")
+_RAY_SUMMARY = re.compile(r"(?<!\d)(\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")
 _RAY_DOCS = re.compile(r"address the out of memory issue: \S*ray-oom-prevention")
 _TOP_USER = re.compile(r"^\s*(\d{1,9})\s+(\d+(?:\.\d+)?)\s*(GiB|GB)?\s+(\S.{0,300}?)\s*$")
 TOP_USER_LINES = 40

@@ -19,6 +19,11 @@ PHASES = ("load", "rollout", "logprob", "train", "optimizer", "weight_sync")
 
 SPAN_LINES = 400
 """Lines before (and after) the error searched for frames."""
+SCANNED_LINE_CHARS = 4096
+"""Characters of each log line searched for frames and progress lines. Traceback frame lines
+are a path, a line number and a function name (a few hundred characters); a longer line is a
+dump (tensor values, a serialized config) whose tail cannot hold a frame, and scanning it whole
+costs time in proportion to its length for every pattern."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,11 @@ RULES: tuple[Rule, ...] = (
     _r("weight_sync", None, False, "load_weights"),
 )
 
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>.]+)|File ([^\s:"]+\.py):(\d+),? in ([\w.<>]+)|(\S+\.py):(\d+) in ([\w<>]+)')
+_FRAME = re.compile(
+    r'File "([^"]+)", line (\d+), in ([\w<>.]+)'
+    r'|File ([^\s:"]+\.py):(\d+),? in ([\w.<>]+)'
+    r'|(?<!\S)(\S+\.py):(\d+) in ([\w<>]+)'  # starts only at a word's start: linear in the line's length
+)
 _FRAMEWORK = re.compile(r"[/\\](verl|trl|swift|openrlhf|deepspeed|vllm|ray|transformers|accelerate|peft|EasyR1|slime)[/\\]")
 
 
@@ -107,8 +116,9 @@ class _Event:
 
 def _events(lines: list[str], first: int) -> list[_Event]:
     out = []
-    for i, raw in enumerate(lines):
+    for i, whole in enumerate(lines):
         number = first + i
+        raw = whole[:SCANNED_LINE_CHARS]
         for m in _FRAME.finditer(raw):
             path = m.group(1) or m.group(4) or m.group(7) or ""
             func = (m.group(3) or m.group(6) or m.group(9) or "").rsplit(".", 1)[-1]

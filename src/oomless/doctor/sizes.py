@@ -36,6 +36,11 @@ UNIT_BYTES: dict[str, int] = {
 """Unit label (lower case) → bytes. Decimal-looking labels (kB, MB, GB) map to binary units on
 purpose: see the module docstring for which printer uses which label."""
 
+MAX_SIZE_BYTES = 2**63 - 1
+"""Largest size a log can truthfully print: allocators count bytes in int64/size_t (PyTorch's
+`c10::alloc_cpu(size_t)`, the CUDA caching allocator's `size_t` sizes, Ray's int64 counters).
+A larger number is garbage, read as unreadable (None) rather than a size."""
+
 UNIT_PATTERN = r"(?:bytes|byte|[KMGTPE]i?B|kB|B)"
 """A unit label as it appears after a number in the messages parsed here."""
 
@@ -49,16 +54,21 @@ def to_bytes(number: str, unit: str) -> int | None:
         value = Decimal(number.replace(",", ""))
     except InvalidOperation:
         return None
-    if not value.is_finite() or value < 0:
+    if not value.is_finite() or value < 0 or value * factor > MAX_SIZE_BYTES:
         return None
     return int((value * factor).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 def to_int(number: str) -> int | None:
+    """A count or byte size; None when unreadable or beyond `MAX_SIZE_BYTES`."""
+    digits = number.replace(",", "")
+    if len(digits) > len(str(MAX_SIZE_BYTES)):
+        return None
     try:
-        return int(number.replace(",", ""))
+        value = int(digits)
     except ValueError:
         return None
+    return value if abs(value) <= MAX_SIZE_BYTES else None
 
 
 def to_float(number: str) -> float | None:
