@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..catalog.gpus import GpuSpec, load_gpu
 from ..catalog.models import ModelArch, load_model
 from ..errors import InputError
+from ..safe_yaml import load_yaml
 from .ignored import ignored_fields
 from .run import Role, RolloutEngine, RunSpec
 
@@ -39,12 +39,9 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise InputError("spec", f"cannot read {p}: {err}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
-        raise InputError("spec", f"{p}: malformed YAML{where}: {problem}") from None
+        data = load_yaml(text, str(p))
+    except InputError as err:
+        raise InputError("spec", f"{p}: {err.message}") from None
     if not isinstance(data, dict):
         raise InputError("spec", f"{p}: expected a mapping of fields at the top level, got {type(data).__name__}")
     return data
