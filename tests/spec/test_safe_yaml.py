@@ -65,3 +65,18 @@ def test_read_yaml_names_the_file(tmp_path) -> None:
     path.write_text("model: [unclosed\n", encoding="utf-8")
     with pytest.raises(InputError, match="malformed YAML at line"):
         read_yaml(path)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("hardware", {"gpu": "H100", "host_ram_gib": float("inf")}),
+    ("hardware", {"gpu_capacity_gib": float("inf")}),
+    ("kl_beta", float("nan")),
+    ("batch", {"oversample_factor": float("inf")}),
+    ("finetune", {"method": "lora", "lora_alpha": float("inf")}),
+])
+def test_infinite_and_nan_numbers_are_refused_naming_the_field(field: str, value: object) -> None:
+    from oomless.spec.load import parse_spec
+
+    with pytest.raises(InputError) as err:
+        parse_spec({"model": "Qwen/Qwen2.5-1.5B-Instruct", "hardware": {"gpu": "H100"}, field: value})
+    assert err.value.field.startswith(field) and "finite" in err.value.message
