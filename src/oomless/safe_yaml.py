@@ -34,7 +34,10 @@ def load_yaml(text: str, where: str) -> Any:
     expands to more than `MAX_YAML_NODES` nodes."""
     if len(text) > MAX_YAML_BYTES:
         raise InputError(where, f"{len(text):,} characters of YAML; at most {MAX_YAML_BYTES:,} are read")
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # the reader checks for unprintable characters here
+    except yaml.YAMLError as err:
+        raise InputError(where, _describe(err)) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -50,6 +53,8 @@ def load_yaml(text: str, where: str) -> Any:
 
 
 def _describe(err: yaml.YAMLError) -> str:
+    if isinstance(err, yaml.reader.ReaderError):
+        return f"malformed YAML at character {err.position}: {err.reason} ({err.character!r})"
     mark = getattr(err, "problem_mark", None)
     at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(err, "problem", None) or "invalid YAML"

@@ -80,3 +80,8 @@ def test_infinite_and_nan_numbers_are_refused_naming_the_field(field: str, value
     with pytest.raises(InputError) as err:
         parse_spec({"model": "Qwen/Qwen2.5-1.5B-Instruct", "hardware": {"gpu": "H100"}, field: value})
     assert err.value.field.startswith(field) and "finite" in err.value.message
+
+
+def test_unprintable_characters_are_one_line() -> None:
+    with pytest.raises(InputError, match="malformed YAML at character 0"):
+        load_yaml("\x1f\nmodel: x\n", "x")
