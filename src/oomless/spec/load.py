@@ -88,7 +88,16 @@ def parse_spec(data: dict[str, Any]) -> RunSpec:
 def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
     """Rules that need the architecture: vLLM tensor parallelism must split the attention
     heads evenly, and the KV heads either evenly or by replication (TP a multiple of them).
-    Source: vllm/config/parallel.py `verify_with_model_config`, QKVParallelLinear."""
+    Source: vllm/config/parallel.py `verify_with_model_config`, QKVParallelLinear.
+    Ulysses sequence parallelism splits the attention heads over its degree, so it must divide
+    them. Source: verl `verl/models/transformers/monkey_patch.py` (asserts num_attention_heads
+    % ulysses_sp_size == 0), DeepSpeed-Ulysses (arXiv 2309.14509, §3.1)."""
+    sp = spec.distribution.sequence_parallel_size
+    if arch.num_attention_heads % sp:
+        raise InputError(
+            "distribution.sequence_parallel_size",
+            f"{sp} does not divide the {arch.num_attention_heads} attention heads of {arch.name}",
+        )
     if spec.rollout.engine == RolloutEngine.hf:
         return
     tp = spec.rollout.tensor_parallel_size

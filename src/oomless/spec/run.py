@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .base import Frozen as _Frozen
-from .sections import ExtraModel, Placement, RewardModel, Vision
+from .sections import ExtraModel, Placement, RewardModel, Schedule, Vision
 from .train_section import TrainSection
 
 from .enums import (
@@ -100,6 +100,12 @@ class Distribution(_Frozen):
         100_000,
         description="ZeRO-3: tensors up to this many elements stay unpartitioned, or `auto` (HF: 10·hidden). Default 1e5.",
     )
+    sequence_parallel_size: Annotated[int, Field(ge=1, le=1024)] = Field(
+        1,
+        description="Ulysses/ring sequence-parallel degree: each sequence's tokens are split over this many "
+        "training GPUs (verl `ulysses_sequence_parallel_size`, ms-swift `--sequence_parallel_size`, OpenRLHF "
+        "`--ring_attn_size`). Must divide the training GPUs and the attention heads. Default 1 (none).",
+    )
 
     @model_validator(mode="after")
     def _param_offload_needs_sharding(self) -> Distribution:
@@ -129,11 +135,62 @@ class Batch(_Frozen):
         description="Rollouts generated per kept rollout: DAPO's dynamic sampling over-generates and drops "
         "groups with equal rewards (e.g. 3). Default 1.",
     )
+    padding_free: bool = Field(
+        False,
+        description="Sequences are packed without padding, so a micro-batch costs its real tokens (ms-swift "
+        "`--padding_free`, TRL `padding_free`, OpenRLHF `--packing_samples`, verl `use_remove_padding`). "
+        "Default false: every member is padded to the longest one.",
+    )
+    max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
+        None,
+        description="Token budget of one training micro-batch per GPU: sequences are packed up to this many "
+        "tokens (verl `use_dynamic_bsz` + `ppo_max_token_len_per_gpu`, EasyR1 `dynamic_batching`, OpenRLHF "
+        "`--max_tokens_per_gpu`). Default none: micro-batches are counted in sequences.",
+    )
+    logprob_max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
+        None,
+        description="Token budget of one no-grad log-prob micro-batch per GPU (verl "
+        "`log_prob_max_token_len_per_gpu`, `ref.log_prob_max_token_len_per_gpu`). Default: max_tokens_per_gpu.",
+    )
 
 
 class Lengths(_Frozen):
-    max_prompt_tokens: Annotated[int, Field(ge=1)] = Field(512, description="Longest prompt in tokens. Default 512 (TRL).")
-    max_completion_tokens: Annotated[int, Field(ge=1)] = Field(256, description="Longest completion. Default 256 (TRL 0.2x).")
+    """Token limits, and optionally what the data typically holds.
+
+    The limits bound the worst batch the run can see; the typical lengths (the median of the
+    dataset's prompts, of the run's completions) give the typical batch. `completion_clip_fraction`
+    (the share of completions cut at the limit, which TRL logs as `completions/clipped_ratio` and
+    verl as `response_length/clip_ratio`) gives the chance per step of a batch at the limit."""
+
+    max_prompt_tokens: Annotated[int, Field(ge=1, le=2**24)] = Field(512, description="Longest prompt in tokens. Default 512 (TRL).")
+    max_completion_tokens: Annotated[int, Field(ge=1, le=2**24)] = Field(256, description="Longest completion. Default 256 (TRL 0.2x).")
+    typical_prompt_tokens: Annotated[int, Field(ge=1, le=2**24)] | None = Field(
+        None, description="Median prompt length of the dataset in tokens (`oomless stats`-style p50). Default: max_prompt_tokens."
+    )
+    typical_completion_tokens: Annotated[int, Field(ge=1, le=2**24)] | None = Field(
+        None, description="Median completion length the policy generates (TRL `completions/mean_length`). Default: max_completion_tokens."
+    )
+    completion_clip_fraction: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None,
+        description="Share of completions that reach max_completion_tokens (TRL `completions/clipped_ratio`, verl "
+        "`response_length/clip_ratio`). Default: unknown, so a batch at the limit is assumed to occur.",
+    )
+
+    @model_validator(mode="after")
+    def _typical_within_limits(self) -> Lengths:
+        for kind in ("prompt", "completion"):
+            typical, limit = getattr(self, f"typical_{kind}_tokens"), getattr(self, f"max_{kind}_tokens")
+            if typical is not None and typical > limit:
+                raise ValueError(f"typical_{kind}_tokens={typical} exceeds max_{kind}_tokens={limit}")
+        return self
+
+    @property
+    def typical_prompt(self) -> int:
+        return self.typical_prompt_tokens or self.max_prompt_tokens
+
+    @property
+    def typical_completion(self) -> int:
+        return self.typical_completion_tokens or self.max_completion_tokens
 
 
 class Rollout(_Frozen):
@@ -233,6 +290,7 @@ class RunSpec(_Frozen):
     critic: ExtraModel = Field(ExtraModel(), description="PPO's value model (a causal LM with a value head).")
     reward_model: RewardModel = RewardModel()
     placement: Placement = Placement()
+    schedule: Schedule = Schedule()
     train: TrainSection | None = Field(None, description="Data, rewards and optimiser of `oomless train` (ignored by `plan`).")
 
     @model_validator(mode="after")
@@ -255,6 +313,11 @@ class RunSpec(_Frozen):
             raise ValueError("rollout.sleep_level/offload_* apply to vllm_colocate, not engine hf")
         if self.placement.groups is not None:
             self._check_groups()
+        sp = self.distribution.sequence_parallel_size
+        if sp > hw.gpus_per_node * hw.num_nodes:
+            raise ValueError(
+                f"distribution.sequence_parallel_size={sp} exceeds the {hw.gpus_per_node * hw.num_nodes} GPUs"
+            )
         return self
 
     def _check_groups(self) -> None:

@@ -37,6 +37,44 @@ class Vision(Frozen):
     tower_gradient_checkpointing: bool | None = Field(
         None, description="Recompute vision blocks in backward. Default: follows `gradient_checkpointing` (ms-swift)."
     )
+    typical_pixels: Annotated[int, Field(ge=1, le=2**40)] | None = Field(
+        None,
+        description="Median image area of the dataset after the processor's resize (gives the typical batch; "
+        "max_pixels bounds the worst). Default: max_pixels.",
+    )
+    typical_images_per_prompt: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="Median images per prompt. Default: images_per_prompt."
+    )
+
+    @model_validator(mode="after")
+    def _typical_within_limits(self) -> Vision:
+        if self.typical_images_per_prompt is not None and self.typical_images_per_prompt > self.images_per_prompt:
+            raise ValueError(
+                f"typical_images_per_prompt={self.typical_images_per_prompt} exceeds images_per_prompt={self.images_per_prompt}"
+            )
+        if self.typical_pixels is not None and self.max_pixels is not None and self.typical_pixels > self.max_pixels:
+            raise ValueError(f"typical_pixels={self.typical_pixels} exceeds max_pixels={self.max_pixels}")
+        return self
+
+
+class Schedule(Frozen):
+    """How long the run is and when it saves: the step timeline's horizon and its checkpoint phases."""
+
+    max_steps: Annotated[int, Field(ge=1, le=10**9)] | None = Field(
+        None,
+        description="Optimizer steps the run takes (TRL/ms-swift `max_steps`, verl `trainer.total_training_steps`, "
+        "or epochs × steps per epoch). Default none: one step is planned and growth over steps is not judged.",
+    )
+    save_steps: Annotated[int, Field(ge=1, le=10**9)] | None = Field(
+        None,
+        description="A checkpoint every N optimizer steps (HF `save_steps`, verl `trainer.save_freq`, OpenRLHF "
+        "`--save_steps`). Default none: no checkpoint during the run.",
+    )
+    save_only_model: bool = Field(
+        False,
+        description="Checkpoints hold only the weights, not optimizer states (HF `save_only_model`, verl "
+        "`checkpoint.contents` without optimizer). Default false.",
+    )
 
 
 class ExtraModel(Frozen):

@@ -1,0 +1,52 @@
+"""The issue-14 spec fields: defaults, bounds, and the cross-field rules (one InputError line each)."""
+
+from __future__ import annotations
+
+import pytest
+
+from oomless.catalog.models import load_model
+from oomless.errors import InputError
+from oomless.spec.load import check_against_arch, parse_spec
+from tests.helpers import BASE_SPEC, merged
+
+
+def test_new_fields_default_to_todays_behaviour() -> None:
+    spec = parse_spec(BASE_SPEC)
+    assert spec.batch.padding_free is False
+    assert spec.batch.max_tokens_per_gpu is None and spec.batch.logprob_max_tokens_per_gpu is None
+    assert spec.distribution.sequence_parallel_size == 1
+    assert spec.schedule.max_steps is None and spec.schedule.save_steps is None
+    assert spec.schedule.save_only_model is False
+    assert spec.lengths.typical_prompt == spec.lengths.max_prompt_tokens
+    assert spec.lengths.typical_completion == spec.lengths.max_completion_tokens
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "fragment"),
+    [
+        ({"batch.max_tokens_per_gpu": 0}, "batch.max_tokens_per_gpu", "greater than or equal to 1"),
+        ({"batch.logprob_max_tokens_per_gpu": -1}, "batch.logprob_max_tokens_per_gpu", "greater than or equal to 1"),
+        ({"distribution.sequence_parallel_size": 0}, "distribution.sequence_parallel_size", "greater than or equal to 1"),
+        ({"schedule.max_steps": 0}, "schedule.max_steps", "greater than or equal to 1"),
+        ({"schedule.save_steps": 0}, "schedule.save_steps", "greater than or equal to 1"),
+        ({"schedule.every": 3}, "schedule.every", "allowed here: max_steps, save_steps, save_only_model"),
+        ({"lengths.typical_completion_tokens": 10**6}, "lengths", "exceeds max_completion_tokens"),
+        ({"lengths.completion_clip_fraction": 1.5}, "lengths.completion_clip_fraction", "less than or equal to 1"),
+        ({"vision.typical_images_per_prompt": 5}, "vision", "exceeds images_per_prompt"),
+        ({"distribution.sequence_parallel_size": 64}, "spec", "exceeds the"),
+    ],
+)
+def test_bad_values_are_one_line(overrides: dict, field: str, fragment: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_spec(merged(BASE_SPEC, **overrides))
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(field) and fragment in text
+
+
+def test_sequence_parallel_must_divide_attention_heads() -> None:
+    arch = load_model("Qwen/Qwen2.5-7B-Instruct")  # 28 heads
+    spec = parse_spec(merged(BASE_SPEC, **{"distribution.sequence_parallel_size": 8, "hardware.gpus_per_node": 8}))
+    with pytest.raises(InputError, match="does not divide the 28 attention heads"):
+        check_against_arch(spec, arch)
+    ok = parse_spec(merged(BASE_SPEC, **{"distribution.sequence_parallel_size": 4, "hardware.gpus_per_node": 8}))
+    check_against_arch(ok, arch)
