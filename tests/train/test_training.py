@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from oomless.cli.main import app
 from oomless.train.offload import RolloutOffload
 from oomless.train.run import TrainOptions, train
-from oomless.train.telemetry import read_records
+from oomless.telemetry import read_records
+from oomless.train.telemetry import read_jsonl
 from oomless.train.trainer import OomlessGRPOTrainer
 from tests.helpers import EXAMPLES
 
@@ -56,13 +57,14 @@ def test_short_run_writes_a_record_per_step_and_phase(tmp_path: Path) -> None:
     assert {(r["step"], r["phase"]) for r in records} == {(0, "load")} | {(s, p) for s in (1, 2, 3) for p in PHASES_PER_STEP}
     for r in records:
         assert r["peak_bytes"] > 0 and r["planned_bytes"] > 0 and r["rss_bytes"] > 0 and r["device"] == "cpu"
+        assert r["schema"] == 1
         assert r["peak_bytes"] >= r["live_bytes"] and set(r["resident_bytes"]) == {"PARAM", "GRAD", "OPT"}
     train_records = [r for r in records if r["phase"] == "train"]
     params = records[0]["resident_bytes"]["PARAM"]
     assert all(r["resident_bytes"]["GRAD"] == params for r in train_records)  # fp32 grads of every weight
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert [row["phase"] for row in summary["plan_vs_actual"]] == ["load", "rollout", "train", "optimizer"]
-    assert len(read_records(tmp_path / "run" / "rewards.jsonl")) == 3
+    assert len(read_jsonl(tmp_path / "run" / "rewards.jsonl")) == 3
 
 
 def test_rollout_offload_moves_the_optimizer_states_out_and_back(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from .data import drop_long_prompts, load_prompts
 from .devices import cpu_probe, cuda_probe, host_probe, resident_probe
 from .live_bytes import LiveTensorBytes
 from .rewards import build_reward
-from .telemetry import Telemetry, planned_phases, read_records
+from .telemetry import Telemetry, planned_phases, read_jsonl
 from .trainer import STATE_FILE, OomlessGRPOTrainer, RunHooks
 
 SPILL_FILE = "offload-spill.pt"
@@ -203,7 +203,7 @@ def run_session(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_st
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     trainer.save_model(str(out_dir / "final"))
     outcome = TrainOutcome(EXIT_FITS, plan, out_dir, seconds=time.perf_counter() - start)
-    outcome.events = read_records(hooks.events_path)
+    outcome.events = read_jsonl(hooks.events_path)
     outcome = finish(outcome, hooks.rewards, hooks.telemetry.summaries)
     (out_dir / "summary.json").write_text(json.dumps(summary_document(outcome), indent=2), encoding="utf-8")
     return outcome

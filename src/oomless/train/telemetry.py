@@ -1,6 +1,7 @@
 """Per-phase memory telemetry of a training run, checked against the plan.
 
-One JSON object per line, per optimizer step and phase (the shape `oomless.charts.run` reads):
+One JSON object per line, per optimizer step and phase, in the one telemetry schema
+(`oomless.telemetry`, versioned; the shape `oomless.charts.run` reads):
 
     {"step": 3, "phase": "train", "peak_bytes": 5349376, "planned_bytes": 4983000,
      "planned_total_bytes": 542000000, "rss_bytes": 812000000, "device": "cpu", ...}
@@ -31,6 +32,7 @@ from typing import Any
 
 from ..memory.components import Category
 from ..planner.plan import Plan
+from ..telemetry import append_records
 
 OVER_PLAN_TOLERANCE = 0.10
 """A measured phase peak more than 10 % above its planned bytes is reported (issue 5)."""
@@ -138,11 +140,9 @@ class Telemetry:
         """Write the pending records (a finished step) and check each against the plan."""
         if not self._pending:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as sink:
-            for record in self._pending.values():
-                sink.write(json.dumps(record) + "\n")
-                self._summarise(record)
+        append_records(self.path, self._pending.values())
+        for record in self._pending.values():
+            self._summarise(record)
         self._pending.clear()
 
     def _summarise(self, record: dict[str, Any]) -> None:
@@ -161,7 +161,8 @@ class Telemetry:
                 )
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every JSON line of a run file (events, rewards, telemetry); [] when it does not exist."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -169,5 +170,5 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 def keep_records_up_to(path: Path, step: int) -> None:
     """On resume: drop records of steps after the checkpoint (they will be run again)."""
-    kept = [r for r in read_records(path) if r.get("step", 0) <= step]
+    kept = [r for r in read_jsonl(path) if r.get("step", 0) <= step]
     path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
