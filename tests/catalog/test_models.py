@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from oomless.catalog.models import ModelArch, arch_from_config, catalog_ids, load_model
+from oomless.catalog.models import ModelArch, arch_from_config
+from oomless.catalog.resolve import catalog_ids, load_model
 from oomless.errors import InputError
 
 MODELS_DIR = resources.files("oomless.catalog") / "data" / "models"

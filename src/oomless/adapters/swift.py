@@ -30,7 +30,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..catalog.models import ModelArch, load_model
+from ..catalog.models import ModelArch
+from ..catalog.resolve import load_model
 from ..errors import InputError
 from ..memory import constants as MC
 from ..memory import vision as VZ

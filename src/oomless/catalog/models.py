@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, unknown_name_error
+from .checkpoint import CheckpointInfo
 from .hf_config import FIELD, config_int
 from .vision import VisionArch, vision_from_config  # VisionArch is re-exported
 
@@ -115,6 +116,9 @@ class ModelArch:
     v_head_dim: int = 0
     vision: VisionArch | None = None
     source: str = ""
+    checkpoint: CheckpointInfo | None = None
+    """What the resolver found beside the config (exact parameter counts, quantization); set
+    by ``catalog.resolve``, None for a bare config dict."""
 
     @property
     def num_moe_layers(self) -> int:
@@ -273,80 +277,3 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         vision=vision_from_config(config, hidden),
         source=source,
     )
-
-
-# --- loading -----------------------------------------------------------------------------
-
-
-def _catalog_dir() -> Any:
-    return resources.files("oomless.catalog") / "data" / "models"
-
-
-@functools.lru_cache(maxsize=1)
-def _catalog_stems() -> tuple[str, ...]:
-    return tuple(
-        sorted(p.name[: -len(".json")] for p in _catalog_dir().iterdir()
-               if p.name.endswith(".json"))
-    )
-
-
-def _stem_to_id(stem: str) -> str:
-    return stem.replace(CATALOG_STEM_SEPARATOR, CATALOG_ID_SEPARATOR, 1)
-
-
-def catalog_ids() -> list[str]:
-    """Ids of the shipped models, e.g. ``Qwen/Qwen2.5-7B-Instruct``."""
-    return [_stem_to_id(s) for s in _catalog_stems()]
-
-
-def _parse_json(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            FIELD, f"{where} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
-        ) from err
-
-
-@functools.cache
-def _load_catalog(stem: str) -> ModelArch:
-    text = (_catalog_dir() / f"{stem}.json").read_text(encoding="utf-8")
-    source = f"catalog:{stem}.json"
-    return arch_from_config(_parse_json(text, source), _stem_to_id(stem), source)
-
-
-def _catalog_stem(ref: str) -> str | None:
-    """Stem matching an id, a stem, or an unambiguous bare name (case-insensitive)."""
-    key = ref.strip().lower().replace(CATALOG_ID_SEPARATOR, CATALOG_STEM_SEPARATOR, 1)
-    by_lower = {s.lower(): s for s in _catalog_stems()}
-    if key in by_lower:
-        return by_lower[key]
-    bare = [s for s in _catalog_stems()
-            if s.lower().split(CATALOG_STEM_SEPARATOR, 1)[-1] == ref.strip().lower()]
-    return bare[0] if len(bare) == 1 else None
-
-
-def _load_local(path: Path, ref: str) -> ModelArch:
-    file = path / CONFIG_FILE_NAME if path.is_dir() else path
-    if not file.is_file():
-        raise InputError(FIELD, f"directory {ref!r} has no {CONFIG_FILE_NAME}")
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(FIELD, f"cannot read {str(file)!r}: {err.strerror}") from err
-    return arch_from_config(_parse_json(text, str(file)), ref, str(file))
-
-
-def load_model(ref: str) -> ModelArch:
-    """A model by catalog id, file stem, bare name, local directory or JSON file path.
-
-    A local path that exists wins over a catalog id of the same spelling (as in
-    ``from_pretrained``). Unknown refs raise ``InputError`` listing the closest ids.
-    """
-    path = Path(ref).expanduser()
-    if path.exists():
-        return _load_local(path, ref)
-    stem = _catalog_stem(ref)
-    if stem is None:
-        raise unknown_name_error(FIELD, ref, catalog_ids())
-    return _load_catalog(stem)

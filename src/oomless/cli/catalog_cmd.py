@@ -1,7 +1,6 @@
-"""`oomless models`, `oomless gpus`, `oomless schema`: what the catalogs and the spec hold.
+"""`oomless gpus`, `oomless schema`: the GPU catalog and the spec.
 
 Examples:
-    oomless models
     oomless gpus
     oomless schema > run-spec.schema.json
 """
@@ -11,16 +10,6 @@ from __future__ import annotations
 import json
 
 import typer
-
-
-def models_command() -> None:
-    """List the shipped model architectures (ids usable as `model:` in a spec)."""
-    from ..catalog.models import catalog_ids, load_model
-    from ..memory.params import num_parameters
-
-    for ref in catalog_ids():
-        arch = load_model(ref)
-        typer.echo(f"{ref:45s} {num_parameters(arch) / 1e9:8.2f} B  {arch.model_type}")
 
 
 def gpus_command() -> None:
@@ -42,6 +31,5 @@ def schema_command() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("models")(models_command)
     app.command("gpus")(gpus_command)
     app.command("schema")(schema_command)

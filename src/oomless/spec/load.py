@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..catalog.gpus import GpuSpec, load_gpu
-from ..catalog.models import ModelArch, load_model
+from ..catalog.models import ModelArch
+from ..catalog.resolve import load_model
 from ..errors import InputError
 from ..safe_yaml import load_yaml
 from .ignored import ignored_fields
