@@ -166,6 +166,16 @@ def test_safetensors_header_counts() -> None:
         parameter_counts_from_header({"a": {"dtype": "BF16", "shape": [-1]}})
 
 
+def test_multi_token_prediction_layers_past_num_hidden_layers_are_not_counted() -> None:
+    """DeepSeek-V3 ships layer 61 (MTP) that transformers does not build; vision blocks keep
+    their own numbering."""
+    header = {"model.layers.60.mlp.w": {"dtype": "BF16", "shape": [10]},
+              "model.layers.61.mlp.w": {"dtype": "BF16", "shape": [1000]},
+              "visual.blocks.70.attn.w": {"dtype": "BF16", "shape": [7]}}
+    assert parameter_counts_from_header(header, num_layers=61) == {"BF16": 17}
+    assert parameter_counts_from_header(header) == {"BF16": 1017}
+
+
 @pytest.mark.parametrize(("qc", "expected"), [
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_use_double_quant": True},
      Quantization("bitsandbytes", 4, double_quant=True)),

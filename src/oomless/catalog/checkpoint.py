@@ -12,6 +12,7 @@ bf16 (the formats below leave them unquantized by default).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,11 +89,28 @@ def _shape_numel(shape: Any) -> int:
     return math.prod(shape)
 
 
-def parameter_counts_from_header(header: dict[str, Any]) -> dict[str, int]:
-    """Parameters per dtype in one safetensors header (``{name: {dtype, shape, ...}}``)."""
+DECODER_LAYER_INDEX = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+"""A language-model decoder layer's index in a tensor name (``model.layers.61.mlp...``)."""
+
+
+def is_beyond_decoder(name: str, num_layers: int | None) -> bool:
+    """A tensor of a decoder layer past ``num_hidden_layers``: DeepSeek-V3's multi-token-
+    prediction layer 61 ships in the checkpoint (``num_nextn_predict_layers``) but transformers
+    does not build it. Source: transformers/models/deepseek_v3/modeling_deepseek_v3.py
+    (``_keys_to_ignore_on_load_unexpected``: ``model.layers.61.*``). Vision towers keep
+    their own numbering and are never skipped."""
+    if num_layers is None or "vision" in name or "visual" in name:
+        return False
+    match = DECODER_LAYER_INDEX.search(name)
+    return match is not None and int(match.group(1)) >= num_layers
+
+
+def parameter_counts_from_header(header: dict[str, Any], num_layers: int | None = None) -> dict[str, int]:
+    """Parameters per dtype in one safetensors header (``{name: {dtype, shape, ...}}``),
+    without tensors of decoder layers past ``num_layers`` (``is_beyond_decoder``)."""
     counts: dict[str, int] = {}
     for name, entry in header.items():
-        if name == SAFETENSORS_METADATA_KEY:
+        if name == SAFETENSORS_METADATA_KEY or is_beyond_decoder(name, num_layers):
             continue
         if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str):
             raise ValueError(f"tensor {name!r} has no dtype")

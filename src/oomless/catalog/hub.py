@@ -135,10 +135,12 @@ def download(repo_id: str, filename: str, revision: str | None) -> Path:
         raise _explain(err, repo_id, filename) from err
 
 
-def parameter_counts(repo_id: str, revision: str | None) -> dict[str, int]:
-    """Exact parameters per dtype from the repo's safetensors headers (no weights fetched).
+def safetensors_tensors(repo_id: str, revision: str | None) -> dict[str, dict[str, Any]]:
+    """Every tensor's dtype and shape from the repo's safetensors headers, as one
+    header-shaped dict (``{name: {"dtype", "shape"}}``); no weights are fetched.
 
-    Source: huggingface_hub ``HfApi.get_safetensors_metadata`` (``parameter_count``)."""
+    Source: huggingface_hub ``HfApi.get_safetensors_metadata`` (ranged reads of each file's
+    header; ``files_metadata[file].tensors``)."""
     url = _check_online()
     from huggingface_hub import HfApi
 
@@ -147,4 +149,5 @@ def parameter_counts(repo_id: str, revision: str | None) -> dict[str, int]:
                                                                  timeout=METADATA_TIMEOUT_S)
     except Exception as err:
         raise _explain(err, repo_id, "safetensors weights") from err
-    return {str(k): int(v) for k, v in dict(meta.parameter_count).items()}
+    return {name: {"dtype": str(info.dtype), "shape": list(info.shape)}
+            for file in meta.files_metadata.values() for name, info in file.tensors.items()}

@@ -112,7 +112,7 @@ def _read_json(file: Path) -> Any:
     return _parse_json(text, str(file))
 
 
-def _safetensors_counts(folder: Path) -> tuple[tuple[tuple[str, int], ...], str]:
+def _safetensors_counts(folder: Path, num_layers: int) -> tuple[tuple[tuple[str, int], ...], str]:
     """Exact parameters per dtype from the headers of the ``*.safetensors`` files in
     ``folder`` (the first 8 + N bytes of each; tensors are never read)."""
     files = hub.cached_snapshot_files(folder / CONFIG_FILE_NAME, ".safetensors")
@@ -123,7 +123,7 @@ def _safetensors_counts(folder: Path) -> tuple[tuple[tuple[str, int], ...], str]
                 length = int.from_bytes(handle.read(SAFETENSORS_HEADER_LENGTH_BYTES), "little")
                 if not 0 < length <= MAX_SAFETENSORS_HEADER_BYTES:
                     return (), ""
-                parts.append(parameter_counts_from_header(json.loads(handle.read(length))))
+                parts.append(parameter_counts_from_header(json.loads(handle.read(length)), num_layers))
         except (OSError, ValueError, UnicodeDecodeError):
             return (), ""
     return (merge_counts(parts), f"safetensors headers of {len(files)} file(s) in {folder}") if parts else ((), "")
@@ -146,7 +146,7 @@ def _load_config_file(file: Path, name: str, where: str, revision: str | None, d
     if file.name == ADAPTER_FILE_NAME or (isinstance(config, dict) and ADAPTER_BASE_KEY in config and "model_type" not in config):
         return _load_adapter(config, file, where, revision, depth)
     arch = arch_from_config(config, name, str(file))
-    counts, counted_from = _safetensors_counts(file.parent) if file.name == CONFIG_FILE_NAME else ((), "")
+    counts, counted_from = _safetensors_counts(file.parent, arch.num_layers) if file.name == CONFIG_FILE_NAME else ((), "")
     return _with_checkpoint(arch, config, CheckpointInfo(where=where, parameter_counts=counts, parameter_count_source=counted_from))
 
 
@@ -207,8 +207,8 @@ def _with_hub_counts(arch: ModelArch, repo_id: str, revision: str | None) -> Mod
     if info is None or info.parameter_counts or info.adapter_of:
         return arch
     try:
-        counts = hub.parameter_counts(repo_id, revision)
-    except hub.HubUnavailable:
+        counts = parameter_counts_from_header(hub.safetensors_tensors(repo_id, revision), arch.num_layers)
+    except (hub.HubUnavailable, ValueError):
         return arch
     if not counts:
         return arch
