@@ -136,7 +136,8 @@ def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
         archs[Role.critic] = _load_as("critic.model", spec.critic.model, base_dir)
     if spec.reward_model.model is not None:
         archs[Role.reward] = _load_as("reward_model.model", spec.reward_model.model, base_dir)
-    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)), archs)
+    notes = tuple(note for a in (arch, *archs.values()) if a.checkpoint is not None for note in a.checkpoint.notes)
+    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)) + notes, archs)
 
 
 def load_run(path: str | Path) -> ResolvedRun:
