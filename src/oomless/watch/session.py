@@ -1,0 +1,215 @@
+"""Run (or attach to) a job and watch its memory: per-step, per-phase peaks written to the
+telemetry file, a live line per step, and a warning when a growing series will cross its
+limit before the run ends.
+
+Nothing of the job's is changed: its output is passed through unchanged, its exit code is
+returned. With `on_risk`, the first predicted crossing sends the job one signal: "checkpoint"
+sends SIGUSR1 (the drop-in callback, `oomless.watch.callback`, saves a checkpoint on it;
+frameworks without a handler ignore it only if they set one — Python's default for SIGUSR1
+ends the process, so use it with the callback), "stop" sends SIGINT (KeyboardInterrupt in
+Python: HF Trainer and Ray jobs stop as after Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import InputError
+from ..telemetry import append_records
+from .forecast import Crossing, describe, forecast
+from .logs import read_line
+from .sample import GpuProbe, HostProbe, Sampler
+from .steps import Limit, StepBook
+
+TELEMETRY_FILE = "telemetry.jsonl"
+RISK_SIGNALS = {"checkpoint": signal.SIGUSR1, "stop": signal.SIGINT}
+
+
+@dataclass
+class WatchOptions:
+    out_dir: Path
+    interval_s: float = 1.0
+    host_limit_bytes: int | None = None
+    """A limit on the watched process tree's memory (`--host-limit`); else the node's."""
+    node_limit: Limit | None = None
+    """The node's limit (Ray's threshold, a cgroup's, the RAM) when no tree limit is given."""
+    gpu_limit_bytes: int | None = None
+    last_step: int | None = None
+    on_risk: str | None = None
+    pss: bool = False
+    planned: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class WatchResult:
+    exit_code: int | None
+    steps: int
+    warnings: list[str]
+    crossings: list[Crossing]
+    notes: list[str]
+
+
+class _Watch:
+    def __init__(self, options: WatchOptions, sampler: Sampler, say: Callable[[str], None]) -> None:
+        self.o, self.sampler, self.say = options, sampler, say
+        self.book = StepBook(node_series=options.host_limit_bytes is None, planned=options.planned)
+        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
+        self.last_step = options.last_step
+        self.warned: dict[str, int] = {}
+        self.warnings: list[str] = []
+        self.crossings: list[Crossing] = []
+        self.signalled = False
+        self.path = options.out_dir / TELEMETRY_FILE
+
+    def host_limit(self) -> Limit | None:
+        if self.o.host_limit_bytes is not None:
+            return Limit("host (process tree)", self.o.host_limit_bytes, "--host-limit")
+        return self.o.node_limit
+
+    def tick(self, job: subprocess.Popen | None) -> None:
+        """Apply the log lines read so far, then sample: a sample taken after a step line
+        belongs to the new step (taking it first would charge the old step with memory the
+        new one has already allocated)."""
+        self.drain(job)
+        self.book.add(self.sampler.sample())
+
+    def drain(self, job: subprocess.Popen | None) -> None:
+        """Apply the log lines read since the last call (steps and phases)."""
+        while True:
+            try:
+                when, line = self.lines.get_nowait()
+            except queue.Empty:
+                return
+            event = read_line(line)
+            if event is None:
+                continue
+            if event.total_steps:
+                self.last_step = self.o.last_step or event.total_steps
+            records = self.book.enter(event.step, event.phase, when)
+            if records:
+                self.finish_step(records, job)
+
+    def finish_step(self, records: list[dict[str, Any]], job: subprocess.Popen | None) -> None:
+        append_records(self.path, records)
+        step = records[0]["step"]
+        self.say(self.status(step, records))
+        for crossing in self.forecasts():
+            previous = self.warned.get(crossing.what)
+            if previous is not None and abs(previous - crossing.step) <= max(2, previous // 10):
+                continue
+            self.warned[crossing.what] = crossing.step
+            self.crossings.append(crossing)
+            message = f"warning: {describe(crossing)}"
+            self.warnings.append(message)
+            self.say(message)
+            if self.o.on_risk and job is not None and not self.signalled and job.poll() is None:
+                job.send_signal(RISK_SIGNALS[self.o.on_risk])
+                self.signalled = True
+                self.say(f"sent {RISK_SIGNALS[self.o.on_risk].name} to the job (--on-risk {self.o.on_risk})")
+
+    def forecasts(self) -> list[Crossing]:
+        out = []
+        per_step = self.book.seconds_per_step()
+        host = self.host_limit()
+        if host is not None:
+            c = forecast(host.what, self.book.host_peaks, host.limit_bytes, self.last_step, per_step)
+            out.append(c)
+        totals = getattr(self.sampler.gpu, "totals", ())
+        for i, peaks in enumerate(self.book.gpu_peaks):
+            limit = self.o.gpu_limit_bytes or (totals[i] if i < len(totals) else None)
+            if limit:
+                out.append(forecast(f"gpu{i}", peaks, limit, self.last_step, per_step))
+        return [c for c in out if c is not None]
+
+    def status(self, step: int, records: list[dict[str, Any]]) -> str:
+        from ..units import format_bytes
+
+        parts = []
+        for r in records:
+            planned = f" (plan {format_bytes(r['planned_bytes'])})" if r.get("planned_bytes") else ""
+            parts.append(f"{r['phase']} {format_bytes(r['peak_bytes'])}{planned}")
+        host = self.book.host_peaks[-1][1] if self.book.host_peaks else 0
+        label = "node" if self.book.node_series else "tree"
+        of = f"/{self.last_step}" if self.last_step else ""
+        return f"[oomless watch] step {step}{of}: " + ", ".join(parts) + f"; host {label} {format_bytes(host)}"
+
+
+def _pump(stream: TextIO, sink: TextIO, lines: queue.Queue, clock: Callable[[], float]) -> None:
+    for line in iter(stream.readline, ""):
+        sink.write(line)
+        sink.flush()
+        lines.put((clock(), line))
+    stream.close()
+
+
+def run_job(command: Sequence[str], options: WatchOptions, say: Callable[[str], None],
+            sink: TextIO | None = None) -> WatchResult:
+    """Start ``command``, watch it until it exits, return its exit code and what was seen."""
+    try:
+        job = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               bufsize=1, errors="replace")
+    except FileNotFoundError:
+        raise InputError("COMMAND", f"{command[0]!r} not found; give a program on PATH or a path to one") from None
+    except PermissionError:
+        raise InputError("COMMAND", f"{command[0]!r} is not executable") from None
+    gpu, note = GpuProbe.open()
+    watch = _Watch(options, Sampler(HostProbe(job.pid, options.pss), gpu), say)
+    say(f"[oomless watch] {note}")
+    watch.book.add(watch.sampler.sample())  # before any line is read: the load phase has a sample
+    reader = threading.Thread(target=_pump, args=(job.stdout, sink or sys.stdout, watch.lines, time.monotonic), daemon=True)
+    reader.start()
+    try:
+        while job.poll() is None:
+            watch.tick(job)
+            time.sleep(options.interval_s)
+    except KeyboardInterrupt:
+        job.send_signal(signal.SIGINT)
+        job.wait()
+    reader.join(timeout=5)
+    watch.drain(None)  # the job's last lines, after its memory is gone: nothing left to sample
+    append_records(watch.path, watch.book.close(time.monotonic()))
+    return WatchResult(job.returncode, len(watch.book.host_peaks), watch.warnings, watch.crossings, [note])
+
+
+def attach(pid: int, log: Path | None, options: WatchOptions, say: Callable[[str], None]) -> WatchResult:
+    """Watch a running process (and its children) until it exits; steps from ``log`` if given."""
+    import psutil
+
+    try:
+        host = HostProbe(pid, options.pss)
+    except psutil.NoSuchProcess:
+        raise InputError("--pid", f"no process {pid} (it has exited, or never ran)") from None
+    except psutil.AccessDenied:
+        raise InputError("--pid", f"process {pid} belongs to another user; run as that user") from None
+    gpu, note = GpuProbe.open()
+    watch = _Watch(options, Sampler(host, gpu), say)
+    say(f"[oomless watch] {note}")
+    handle = log.open("r", encoding="utf-8", errors="replace") if log is not None else None
+    if handle is not None:
+        handle.seek(0, 2)
+    try:
+        while host.root.is_running():
+            if handle is not None:
+                for line in handle.readlines():
+                    watch.lines.put((time.monotonic(), line))
+            try:
+                watch.tick(None)
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(options.interval_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if handle is not None:
+            handle.close()
+    append_records(watch.path, watch.book.close(time.monotonic()))
+    return WatchResult(None, len(watch.book.host_peaks), watch.warnings, watch.crossings, [note])
