@@ -30,17 +30,28 @@ CHAT_TEMPLATE = (
 )
 
 
-def vocabulary() -> dict[str, int]:
+FILLER_TOKEN = "<unused{}>"
+"""Filler entries that widen the vocabulary to a real model's ``vocab_size`` (embedding, LM head
+and logits as large as the real model's). Several characters long, so the one-character
+pre-tokenizer never produces them from text; a random-weight model may generate them."""
+
+
+def vocabulary(size: int | None = None) -> dict[str, int]:
+    """The character vocabulary, padded with fillers to ``size`` tokens when given."""
     tokens = [*SPECIAL_TOKENS, *CHAT_MARKERS, *CHARACTERS]
-    return {t: i for i, t in enumerate(tokens)}
+    vocab = {t: i for i, t in enumerate(tokens)}
+    for i in range((size or 0) - len(vocab)):
+        vocab[FILLER_TOKEN.format(i)] = len(vocab)
+    return vocab
 
 
-def build_tokenizer() -> Any:
-    """The character-level tokenizer (a `PreTrainedTokenizerFast`)."""
+def build_tokenizer(vocab_size: int | None = None) -> Any:
+    """The character-level tokenizer (a `PreTrainedTokenizerFast`), ``vocab_size`` tokens long
+    when given (at least the 17 it needs)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = vocabulary()
+    vocab = vocabulary(vocab_size)
     core = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
     core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     core.decoder = decoders.Fuse()
@@ -68,10 +79,12 @@ def build_model(config_path: Path, options: BuildModel, out_dir: Path) -> Path:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     raw = read_config(config_path)
-    tokenizer = build_tokenizer()
-    if raw.get("vocab_size") != len(tokenizer):
-        raise InputError("model", f"the tiny tokenizer has {len(tokenizer)} tokens; set vocab_size: {len(tokenizer)} in {config_path}")
-    fields = {k: v for k, v in raw.items() if k != "model_type"}
+    needed = len(vocabulary())
+    vocab_size = raw.get("vocab_size")
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < needed:
+        raise InputError("model", f"vocab_size is {vocab_size!r} in {config_path}; the character tokenizer needs at least {needed}")
+    tokenizer = build_tokenizer(vocab_size)
+    fields = {k: v for k, v in raw.items() if k != "model_type" and not k.startswith("_")}
     fields.update(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
     if options.initializer_range is not None:
         fields["initializer_range"] = options.initializer_range
