@@ -83,7 +83,7 @@ def test_local_directory_and_file(tmp_path: Path) -> None:
 
 
 def test_directory_without_config(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"no config\.json"):
+    with pytest.raises(InputError, match=r"config\.json"):
         load_model(str(tmp_path))
 
 

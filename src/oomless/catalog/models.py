@@ -1,79 +1,37 @@
 """Model architectures: the dimensions of an HF ``config.json`` that memory depends on.
 
-``arch_from_config`` turns a config dict into a frozen ``ModelArch`` (its vision tower is
-read by ``vision``); ``load_model`` finds the dict (shipped catalog, local directory or JSON
-file). Nothing here imports torch or transformers: the rules that transformers hard-codes per
-family (Qwen2's q/k/v bias, Qwen3's q/k norms, Gemma's tied embeddings) are written out below,
-each with the file it comes from.
+``arch_from_config`` turns a config dict into a frozen ``ModelArch``: the language model's
+keys (nested ``text_config``/``llm_config`` or flat, under any spelling ``hf_config`` knows),
+the family's layout rules from ``families.FAMILIES`` (each citing its transformers file),
+and the vision tower read by ``vision``. Nothing here imports torch or transformers.
 
-Known limitations: families are recognised by ``model_type``; an unknown family is read as
-a Llama-style decoder (``attention_bias``/``mlp_bias`` keys honoured, no q/k norm).
+An unknown ``model_type`` with the standard decoder keys is read as a Llama-style decoder and
+the assumptions made land in ``ModelArch.warnings``; a config missing a key needed to size
+the model is an ``InputError`` naming the key (and the other spellings tried).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, unknown_name_error
+from ..errors import InputError
 from .checkpoint import CheckpointInfo
-from .hf_config import FIELD, config_int
+from .families import LLAMA_TRAITS, FamilyTraits, assumed_traits_warning, family_traits
+from .hf_config import FIELD, KEY_ALIASES, config_get, config_int
 from .vision import VisionArch, vision_from_config  # VisionArch is re-exported
 
-CONFIG_FILE_NAME = "config.json"
-CATALOG_ID_SEPARATOR = "/"
-CATALOG_STEM_SEPARATOR = "--"
 SUBCONFIG_KEYS = ("text_config", "llm_config")
-"""Where multimodal configs nest the language model: gemma3/Qwen2.5-VL (transformers>=4.52)
-use ``text_config``, InternVL's remote code uses ``llm_config``."""
+"""Where multimodal configs nest the language model: gemma3/Qwen-VL/LLaVA/Idefics3
+(transformers>=4.52) use ``text_config``, InternVL's remote code uses ``llm_config``."""
 CATALOG_DEFAULTS_KEY = "_defaults_filled_by_transformers"
 """Catalog annotation inside a sparse sub-config: the values transformers fills in."""
-
-QKV_BIAS_FAMILIES = frozenset(
-    {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text"}
-)
-"""q/k/v projections built with ``bias=True`` regardless of config, o_proj without.
-Source: transformers/models/qwen2/modeling_qwen2.py (Qwen2Attention), same in qwen2_moe,
-qwen2_vl, qwen2_5_vl."""
-QK_NORM_FAMILIES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
-"""RMSNorm(head_dim) on queries and keys. Source: transformers/models/qwen3/modeling_qwen3.py,
-qwen3_moe/modeling_qwen3_moe.py, gemma3/modeling_gemma3.py (q_norm, k_norm)."""
-SANDWICH_NORM_FAMILIES = frozenset({"gemma2", "gemma3", "gemma3_text"})
-"""Four RMSNorms per layer (pre/post attention, pre/post feed-forward).
-Source: transformers/models/gemma2/modeling_gemma2.py (Gemma2DecoderLayer)."""
-TIED_BY_DEFAULT_FAMILIES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
-"""Families whose config class defaults ``tie_word_embeddings`` to True (Gemma*Config);
-Llama/Qwen/Mistral/DeepSeek/gpt-oss configs default it to False."""
-FUSED_EXPERT_FAMILIES = frozenset({"gpt_oss"})
-"""MoE experts stored as 3-D parameters in one module (GptOssExperts.gate_up_proj etc.) in
-transformers 4.5x; Qwen-MoE/DeepSeek/Mixtral keep an ``nn.ModuleList`` of per-expert MLPs."""
-GPT_OSS_FAMILIES = frozenset({"gpt_oss"})
-"""Biased experts and router, one learned attention-sink logit per head.
-Source: transformers/models/gpt_oss/modeling_gpt_oss.py."""
-
-FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-        "vocab_size": 262_208,
-        "max_position_embeddings": 131_072,
-        "sliding_window": 4096,
-        "sliding_window_pattern": 6,
-    },
-}
-"""Config-class defaults for families whose hub files leave required keys out.
-Source: transformers/models/gemma3/configuration_gemma3.py (Gemma3TextConfig.__init__)."""
-
-OPT_IN_SLIDING_FAMILIES = QKV_BIAS_FAMILIES | {"qwen3", "qwen3_moe"}
-"""``sliding_window`` applies only with ``use_sliding_window: true`` (default False), to
-layers from ``max_window_layers`` on. Source: qwen2/configuration_qwen2.py, qwen3 likewise."""
+EXPERT_COUNT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
+"""Routed experts per MoE layer: Qwen-MoE/OLMoE, DeepSeek/GLM-4-MoE, Mixtral/gpt-oss."""
 GEMMA2_SLIDING_PERIOD = 2
 """Gemma2 alternates local/global attention: even layers slide (``not layer_idx % 2``)."""
+UNKNOWN_MAX_POSITIONS = 0
+"""``max_position_embeddings`` recorded when a config has none (nothing is sized by it)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +54,7 @@ class ModelArch:
     mlp_bias: bool
     qk_norm: bool
     sandwich_norm: bool
+    """Four norms per layer (gemma2/3 pre+post, GLM-4 post_self_attn/post_mlp)."""
     max_position_embeddings: int
     sliding_window: int | None = None
     num_sliding_window_layers: int = 0
@@ -119,6 +78,28 @@ class ModelArch:
     checkpoint: CheckpointInfo | None = None
     """What the resolver found beside the config (exact parameter counts, quantization); set
     by ``catalog.resolve``, None for a bare config dict."""
+    attention_module: str = "self_attn"
+    attention_names: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """HF module names: (q, k, v, o), or (qkv, o) when fused (Phi-3 ``qkv_proj``,
+    GPT-NeoX/ChatGLM ``query_key_value``, InternLM2 ``wqkv``)."""
+    mlp_module: str = "mlp"
+    mlp_gated: bool = True
+    """Gated (SwiGLU/GeGLU: gate, up, down) or a plain 2-layer MLP (up, down)."""
+    mlp_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+    """(gate, up, down), (gate_up, down) when fused (Phi-3, GLM), or (up, down) if plain."""
+    norm_type: str = "rms_norm"
+    """Decoder norms: ``rms_norm`` (weight), ``layer_norm`` (weight + bias), ``none``."""
+    layer_norm_names: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
+    qk_norm_full_width: bool = False
+    """q/k norms over the whole projection (OLMo2: a·d and k·d) instead of one head_dim."""
+    lm_head_bias: bool = False
+    parallel_residual: bool = False
+    """Attention and MLP read the same input (GPT-NeoX, Phi-2)."""
+    partial_rotary_factor: float = 1.0
+    """Share of head_dim that is rotated (GPT-NeoX 0.25, GLM/Phi-2 0.5); no parameters."""
+    warnings: tuple[str, ...] = ()
+    """Assumptions made reading the config (unknown family, defaults taken): one line each,
+    for the planner to show next to the plan."""
 
     @property
     def num_moe_layers(self) -> int:
@@ -128,27 +109,45 @@ class ModelArch:
     def uses_mla(self) -> bool:
         return self.kv_lora_rank > 0
 
+    @property
+    def fused_qkv(self) -> bool:
+        return len(self.attention_names) == 2
 
-def _require(config: dict[str, Any], key: str, name: str) -> int:
-    """A required positive integer dimension."""
-    value = config.get(key)
+
+def _require(text: dict[str, Any], key: str, name: str, traits: FamilyTraits) -> int:
+    """A required positive integer dimension, under ``key`` or one of its spellings."""
+    spellings = (key, *traits.aliases.get(key, ()), *KEY_ALIASES.get(key, ()))
+    value = next((text[k] for k in spellings if text.get(k) is not None), None)
     if value is None:
-        raise InputError(FIELD, f"config of {name!r} has no {key!r}, needed to size the model")
+        others = f" (nor {', '.join(repr(k) for k in spellings[1:])})" if spellings[1:] else ""
+        raise InputError(FIELD, f"config of {name!r} has no {key!r}{others}, needed to size "
+                         "the model")
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InputError(FIELD, f"config of {name!r} has {key}={value!r}; expected a positive "
                          "integer")
     return value
 
 
+def _get(text: dict[str, Any], key: str, traits: FamilyTraits, default: Any = None) -> Any:
+    """An optional value under ``key``, the family's spellings, or the common ones."""
+    for k in traits.aliases.get(key, ()):
+        if text.get(k) is not None:
+            return text[k]
+    return config_get(text, key, default)
+
+
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language model's keys: nested sub-config over flattened top-level copies over
     the family's config-class defaults."""
-    sub: dict[str, Any] = next(
+    nested: dict[str, Any] = next(
         (config[k] for k in SUBCONFIG_KEYS if isinstance(config.get(k), dict)), {})
-    top = {k: v for k, v in config.items() if k not in SUBCONFIG_KEYS and k != "vision_config"}
+    sub = {k: v for k, v in nested.items() if v is not None}
+    top = {k: v for k, v in config.items()
+           if k not in SUBCONFIG_KEYS and k != "vision_config" and v is not None}
     text_type = sub.get("model_type") or config.get("model_type", "")
+    traits = family_traits(text_type) or family_traits(str(config.get("model_type", "")))
     return {
-        **FAMILY_DEFAULTS.get(text_type, {}),
+        **(traits.defaults if traits else {}),
         **top,
         **sub.get(CATALOG_DEFAULTS_KEY, {}),
         **sub,
@@ -157,8 +156,8 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _num_dense_layers(text: dict[str, Any], num_layers: int, num_experts: int) -> int:
-    """Source: deepseek_v3/modeling_deepseek_v3.py (first_k_dense_replace, moe_layer_freq);
-    qwen2_moe/qwen3_moe modeling (mlp_only_layers, decoder_sparse_step)."""
+    """Source: deepseek_v3/modeling_deepseek_v3.py and deepseek_v2 (first_k_dense_replace,
+    moe_layer_freq); qwen2_moe/qwen3_moe modeling (mlp_only_layers, decoder_sparse_step)."""
     if num_experts == 0:
         return num_layers
     if "first_k_dense_replace" in text:
@@ -170,14 +169,13 @@ def _num_dense_layers(text: dict[str, Any], num_layers: int, num_experts: int) -
     return sum(1 for i in range(num_layers) if i in mlp_only or (i + 1) % step != 0)
 
 
-def _sliding(text: dict[str, Any], num_layers: int) -> tuple[int | None, int]:
+def _sliding(text: dict[str, Any], num_layers: int, opt_in: bool) -> tuple[int | None, int]:
     """(window, number of layers using it); (None, 0) when no layer slides.
 
     Source: qwen2 (use_sliding_window, layers >= max_window_layers), mistral (all layers),
-    gemma2 (even layers), gemma3 (all but every ``sliding_window_pattern``-th), gpt_oss and
-    newer configs (``layer_types``)."""
+    gemma2 (even layers), gemma3 (all but every ``sliding_window_pattern``-th), gpt_oss,
+    olmo3 and newer configs (``layer_types``)."""
     window, family = text.get("sliding_window"), text["model_type"]
-    opt_in = family in OPT_IN_SLIDING_FAMILIES
     if window is None or text.get("use_sliding_window", not opt_in) is False:
         return None, 0
     if isinstance(text.get("layer_types"), list):
@@ -198,8 +196,8 @@ def arch_from_config(config: dict[str, Any], name: str, source: str = "") -> Mod
     """Parse an HF ``config.json`` dict (pure).
 
     Raises ``InputError("model", ...)`` naming the first missing or malformed key.
-    Assumes: head_dim = ``head_dim`` if present, else q/k head width for MLA
-    (qk_nope + qk_rope), else hidden / heads.
+    Assumes: head_dim = q/k head width for MLA (qk_nope + qk_rope), else ``head_dim`` (or
+    ``kv_channels``) if present, else hidden / heads.
     """
     if not isinstance(config, dict):
         raise InputError(FIELD, f"config of {name!r} is not a JSON object")
@@ -211,33 +209,97 @@ def arch_from_config(config: dict[str, Any], name: str, source: str = "") -> Mod
         raise InputError(FIELD, f"config of {name!r} has a malformed value ({err})") from err
 
 
+def _bias(text: dict[str, Any], fixed: bool | None, key: str) -> bool:
+    return fixed if fixed is not None else bool(text.get(key, False))
+
+
+def _head_dim(text: dict[str, Any], traits: FamilyTraits, hidden: int, heads: int) -> int:
+    if config_int(text, "kv_lora_rank"):
+        return config_int(text, "qk_nope_head_dim") + config_int(text, "qk_rope_head_dim")
+    return int(_get(text, "head_dim", traits) or hidden // heads)
+
+
+def _moe_fields(text: dict[str, Any], num_layers: int, intermediate: int) -> dict[str, Any]:
+    """Routed/shared experts and the layers that have them (0s for a dense model)."""
+    num_experts = next((config_int(text, k) for k in EXPERT_COUNT_KEYS if text.get(k)), 0)
+    return {
+        "num_experts": num_experts,
+        "num_experts_per_tok": config_int(text, "num_experts_per_tok") if num_experts else 0,
+        "moe_intermediate_size": config_int(text, "moe_intermediate_size", intermediate)
+        if num_experts else 0,
+        "shared_expert_intermediate_size": config_int(text, "shared_expert_intermediate_size"),
+        "num_shared_experts": config_int(text, "n_shared_experts") if num_experts else 0,
+        "num_dense_layers": _num_dense_layers(text, num_layers, num_experts),
+    }
+
+
+def _mla_fields(text: dict[str, Any]) -> dict[str, Any]:
+    """Multi-head latent attention ranks (DeepSeek-V2/V3); empty for standard attention."""
+    kv_lora_rank = config_int(text, "kv_lora_rank")
+    if not kv_lora_rank:
+        return {}
+    return {
+        "kv_lora_rank": kv_lora_rank,
+        "q_lora_rank": config_int(text, "q_lora_rank") or None,
+        "qk_rope_head_dim": config_int(text, "qk_rope_head_dim"),
+        "qk_nope_head_dim": config_int(text, "qk_nope_head_dim"),
+        "v_head_dim": config_int(text, "v_head_dim"),
+    }
+
+
+def _layout_fields(text: dict[str, Any], traits: FamilyTraits) -> dict[str, Any]:
+    """Biases, fusions, module names and norms the family's modeling code fixes."""
+    qk_norm = bool(traits.qk_norm) and (not traits.qk_norm_key
+                                        or bool(text.get(traits.qk_norm_key)))
+    parallel = traits.parallel_residual_key == "*" or bool(
+        traits.parallel_residual_key and text.get(traits.parallel_residual_key))
+    return {
+        "qkv_bias": _bias(text, traits.qkv_bias, traits.qkv_bias_key),
+        "o_bias": _bias(text, traits.o_bias, traits.o_bias_key),
+        "mlp_bias": _bias(text, traits.mlp_bias, traits.mlp_bias_key),
+        "qk_norm": qk_norm,
+        "qk_norm_full_width": qk_norm and traits.qk_norm == "full",
+        "sandwich_norm": len(traits.layer_norms) >= 4,
+        "attention_module": traits.attention_module,
+        "attention_names": traits.attention_names,
+        "mlp_module": traits.mlp_module,
+        "mlp_gated": traits.mlp == "gated",
+        "mlp_names": traits.mlp_names,
+        "norm_type": traits.norm_type,
+        "layer_norm_names": traits.layer_norms,
+        "lm_head_bias": traits.lm_head_bias,
+        "parallel_residual": parallel,
+        "partial_rotary_factor": float(_get(text, "partial_rotary_factor", traits, None)
+                                       or (text.get("rope_parameters") or {}).get(
+                                           "partial_rotary_factor", 1.0)),
+        "experts_fused": traits.experts_fused,
+        "router_bias": traits.gpt_oss,
+        "attention_sinks": traits.gpt_oss,
+    }
+
+
 def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelArch:
     text = _text_config(config)
     family = text["model_type"]
-    hidden = _require(text, "hidden_size", name)
-    num_layers = _require(text, "num_hidden_layers", name)
-    heads = _require(text, "num_attention_heads", name)
-    vocab = _require(text, "vocab_size", name)
-    intermediate = _require(text, "intermediate_size", name)
-    max_pos = _require(text, "max_position_embeddings", name)
-    num_experts = next(
-        (config_int(text, k) for k in ("num_experts", "n_routed_experts", "num_local_experts")
-         if text.get(k)),
-        0,
-    )
-    kv_lora_rank = config_int(text, "kv_lora_rank")
-    if "head_dim" in text and text["head_dim"] is not None:
-        head_dim = int(text["head_dim"])
-    elif kv_lora_rank:
-        head_dim = config_int(text, "qk_nope_head_dim") + config_int(text, "qk_rope_head_dim")
-    else:
-        head_dim = hidden // heads
-    window, num_sliding = _sliding(text, num_layers)
-    attention_bias = bool(text.get("attention_bias", False))
-    is_gpt_oss = family in GPT_OSS_FAMILIES
-    tied_default = family in TIED_BY_DEFAULT_FAMILIES or config.get("model_type") in (
-        TIED_BY_DEFAULT_FAMILIES
-    )
+    known = family_traits(family)
+    traits = known or LLAMA_TRAITS
+    hidden = _require(text, "hidden_size", name, traits)
+    num_layers = _require(text, "num_hidden_layers", name, traits)
+    heads = _require(text, "num_attention_heads", name, traits)
+    vocab = _require(text, "vocab_size", name, traits)
+    intermediate = _require(text, "intermediate_size", name, traits)
+    notes: tuple[str, ...] = ()
+    max_pos = _get(text, "max_position_embeddings", traits)
+    if max_pos is None:
+        notes += (f"config of {name!r} has no 'max_position_embeddings'; context length "
+                  "not checked against it",)
+    tied = bool(text.get("tie_word_embeddings", traits.tied_default))
+    layout = _layout_fields(text, traits)
+    if known is None:
+        notes = (assumed_traits_warning(family, layout["qkv_bias"], tied), *notes)
+    window, num_sliding = _sliding(text, num_layers, traits.opt_in_sliding)
+    kv_heads = heads if traits.ignores_kv_heads else int(
+        _get(text, "num_key_value_heads", traits, heads))
     return ModelArch(
         name=name,
         model_type=str(config.get("model_type", family)),
@@ -246,34 +308,17 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         intermediate_size=intermediate,
         num_layers=num_layers,
         num_attention_heads=heads,
-        num_kv_heads=config_int(text, "num_key_value_heads", heads),
-        head_dim=head_dim,
+        num_kv_heads=kv_heads,
+        head_dim=_head_dim(text, traits, hidden, heads),
         vocab_size=vocab,
-        tie_word_embeddings=bool(text.get("tie_word_embeddings", tied_default)),
-        qkv_bias=family in QKV_BIAS_FAMILIES or attention_bias,
-        o_bias=family not in QKV_BIAS_FAMILIES and attention_bias,
-        mlp_bias=bool(text.get("mlp_bias", False)) or is_gpt_oss,
-        qk_norm=family in QK_NORM_FAMILIES,
-        sandwich_norm=family in SANDWICH_NORM_FAMILIES,
-        max_position_embeddings=max_pos,
+        tie_word_embeddings=tied,
+        max_position_embeddings=int(max_pos or UNKNOWN_MAX_POSITIONS),
         sliding_window=window,
         num_sliding_window_layers=num_sliding,
-        num_experts=num_experts,
-        num_experts_per_tok=config_int(text, "num_experts_per_tok") if num_experts else 0,
-        moe_intermediate_size=config_int(text, "moe_intermediate_size", intermediate)
-        if num_experts
-        else 0,
-        shared_expert_intermediate_size=config_int(text, "shared_expert_intermediate_size"),
-        num_shared_experts=config_int(text, "n_shared_experts"),
-        num_dense_layers=_num_dense_layers(text, num_layers, num_experts),
-        experts_fused=family in FUSED_EXPERT_FAMILIES,
-        router_bias=is_gpt_oss,
-        attention_sinks=is_gpt_oss,
-        kv_lora_rank=kv_lora_rank,
-        q_lora_rank=(config_int(text, "q_lora_rank") or None) if kv_lora_rank else None,
-        qk_rope_head_dim=config_int(text, "qk_rope_head_dim") if kv_lora_rank else 0,
-        qk_nope_head_dim=config_int(text, "qk_nope_head_dim") if kv_lora_rank else 0,
-        v_head_dim=config_int(text, "v_head_dim") if kv_lora_rank else 0,
+        **_moe_fields(text, num_layers, intermediate),
+        **_mla_fields(text),
+        **layout,
         vision=vision_from_config(config, hidden),
         source=source,
+        warnings=notes,
     )

@@ -28,6 +28,11 @@ from .vision_params import num_vision_parameters, vision_tensors
 
 LayerKind = Literal["dense", "moe"]
 
+LLAMA_MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
+NORM_TENSOR_NAMES = {"rms_norm": ("weight",), "layer_norm": ("weight", "bias"), "none": ()}
+"""Parameters of one norm: RMSNorm weight; affine LayerNorm weight + bias; OLMo-1's
+parameter-free LayerNorm none (olmo/modeling_olmo.py OlmoLayerNorm)."""
+
 ROUTER_NAME = {False: "gate", True: "router"}
 """The MoE router module: ``mlp.gate`` (Qwen-MoE, DeepSeek, Mixtral); gpt-oss, the only
 family with a biased router, calls it ``mlp.router``."""
@@ -55,8 +60,11 @@ def attention_linear_shapes(arch: ModelArch) -> tuple[LinearShape, ...]:
     """The attention projections of one layer (module ``self_attn``).
 
     Source: llama/modeling_llama.py (q/k/v/o, bias = attention_bias), qwen2/modeling_qwen2.py
-    (q/k/v bias, o without), deepseek_v3/modeling_deepseek_v3.py (MLA: q_a/q_b or q_proj,
-    kv_a_proj_with_mqa, kv_b_proj; only q_a/kv_a/o take attention_bias).
+    (q/k/v bias, o without), deepseek_v3/modeling_deepseek_v3.py and deepseek_v2 (MLA: q_a/q_b
+    or q_proj, kv_a_proj_with_mqa, kv_b_proj; only q_a/kv_a/o take attention_bias); fused
+    q/k/v as one linear h→(a+2k)·d: phi3/modeling_phi3.py (qkv_proj), gpt_neox (query_key_value,
+    k = a), InternLM2 remote code (wqkv), ChatGLM remote code (query_key_value). Names per
+    family: ``catalog.families``.
     Assumes: q width a·d, k/v width k·d; MLA q head = qk_nope + qk_rope.
     """
     h, a = arch.hidden_size, arch.num_attention_heads
@@ -78,36 +86,62 @@ def attention_linear_shapes(arch: ModelArch) -> tuple[LinearShape, ...]:
             LinearShape("o_proj", a * arch.v_head_dim, h, bias),
         )
     q_width, kv_width = a * arch.head_dim, arch.num_kv_heads * arch.head_dim
+    if arch.fused_qkv:  # Phi-3 qkv_proj, GPT-NeoX/ChatGLM query_key_value, InternLM2 wqkv
+        qkv_name, o_name = arch.attention_names
+        return (LinearShape(qkv_name, h, q_width + 2 * kv_width, arch.qkv_bias),
+                LinearShape(o_name, q_width, h, arch.o_bias))
+    q_name, k_name, v_name, o_name = arch.attention_names
     return (
-        LinearShape("q_proj", h, q_width, arch.qkv_bias),
-        LinearShape("k_proj", h, kv_width, arch.qkv_bias),
-        LinearShape("v_proj", h, kv_width, arch.qkv_bias),
-        LinearShape("o_proj", q_width, h, arch.o_bias),
+        LinearShape(q_name, h, q_width, arch.qkv_bias),
+        LinearShape(k_name, h, kv_width, arch.qkv_bias),
+        LinearShape(v_name, h, kv_width, arch.qkv_bias),
+        LinearShape(o_name, q_width, h, arch.o_bias),
     )
 
 
-def _gated_mlp(prefix: str, h: int, inter: int, bias: bool, n: int = 1) -> tuple[LinearShape, ...]:
+def _gated_mlp(prefix: str, h: int, inter: int, bias: bool, n: int = 1,
+               names: tuple[str, ...] = LLAMA_MLP_NAMES) -> tuple[LinearShape, ...]:
+    if len(names) == 2:  # fused gate/up: Phi-3/GLM gate_up_proj, ChatGLM dense_h_to_4h
+        return (LinearShape(f"{prefix}{names[0]}", h, 2 * inter, bias, n),
+                LinearShape(f"{prefix}{names[1]}", inter, h, bias, n))
+    gate, up, down = names
     return (
-        LinearShape(f"{prefix}gate_proj", h, inter, bias, n),
-        LinearShape(f"{prefix}up_proj", h, inter, bias, n),
-        LinearShape(f"{prefix}down_proj", inter, h, bias, n),
+        LinearShape(f"{prefix}{gate}", h, inter, bias, n),
+        LinearShape(f"{prefix}{up}", h, inter, bias, n),
+        LinearShape(f"{prefix}{down}", inter, h, bias, n),
     )
+
+
+def dense_mlp_linear_shapes(arch: ModelArch) -> tuple[LinearShape, ...]:
+    """The dense feed-forward: gated h→I (x2, or one fused h→2I), I→h; or plain h→I, I→h.
+
+    Source: llama/modeling_llama.py (gate/up/down), phi3/modeling_phi3.py and glm (fused
+    gate_up_proj), gpt_neox/modeling_gpt_neox.py (dense_h_to_4h/dense_4h_to_h),
+    phi/modeling_phi.py (fc1/fc2), starcoder2 (c_fc/c_proj), InternLM2 (w1/w3/w2).
+    """
+    h, inter = arch.hidden_size, arch.intermediate_size
+    if not arch.mlp_gated:
+        up, down = arch.mlp_names
+        return (LinearShape(up, h, inter, arch.mlp_bias),
+                LinearShape(down, inter, h, arch.mlp_bias))
+    return _gated_mlp("", h, inter, arch.mlp_bias, names=arch.mlp_names)
 
 
 def mlp_linear_shapes(arch: ModelArch, layer_kind: LayerKind) -> tuple[LinearShape, ...]:
     """The feed-forward projections of one layer (module ``mlp``).
 
-    Dense: gate/up/down (h→I, h→I, I→h). MoE: router ``gate`` (h→E), routed experts
+    Dense: ``dense_mlp_linear_shapes``. MoE: router ``gate`` (h→E), routed experts
     ``experts.*`` (h→I_moe, xE), shared experts as one MLP of width I_moe·n_shared
     (DeepSeek ``shared_experts``) or of ``shared_expert_intermediate_size`` plus a 1-wide
     ``shared_expert_gate`` (Qwen2-MoE). gpt-oss: ``router`` with bias and fused
     ``experts.gate_up_proj`` (h→2I) / ``experts.down_proj``, all with bias.
     Source: qwen3_moe/modeling_qwen3_moe.py, qwen2_moe/modeling_qwen2_moe.py,
-    deepseek_v3/modeling_deepseek_v3.py, gpt_oss/modeling_gpt_oss.py.
+    deepseek_v3/modeling_deepseek_v3.py, deepseek_v2, mixtral, olmoe, gpt_oss/modeling_gpt_oss.py.
+    Assumes: experts named gate/up/down_proj whatever the family (Mixtral 4.x: w1/w3/w2).
     """
     h = arch.hidden_size
     if layer_kind == "dense":
-        return _gated_mlp("", h, arch.intermediate_size, arch.mlp_bias)
+        return dense_mlp_linear_shapes(arch)
     e, moe_i = arch.num_experts, arch.moe_intermediate_size
     shapes: tuple[LinearShape, ...] = (
         LinearShape(ROUTER_NAME[arch.router_bias], h, e, arch.router_bias),)
@@ -137,33 +171,40 @@ def decoder_linear_shapes(
     return attention_linear_shapes(arch) + mlp_linear_shapes(arch, kind)
 
 
-def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[ParamTensor, ...]:
-    """Every parameter tensor of one decoder layer: linears, RMSNorms, q/k norms, sinks.
+def _norm_tensors(module: str, width: int, norm_type: str) -> tuple[ParamTensor, ...]:
+    return tuple(ParamTensor(module, n, width, 1) for n in NORM_TENSOR_NAMES[norm_type])
 
-    Norms: 2 RMSNorm(h) per layer (4 for Gemma2/3); q_norm/k_norm RMSNorm(d) for
-    Qwen3/gemma3; MLA q_a_layernorm(q_lora_rank), kv_a_layernorm(kv_lora_rank); gpt-oss
-    ``self_attn.sinks`` (a). Source: the modeling files named in ``attention_linear_shapes``
-    and ``mlp_linear_shapes``; gemma2/modeling_gemma2.py; qwen3/modeling_qwen3.py.
+
+def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[ParamTensor, ...]:
+    """Every parameter tensor of one decoder layer: linears, norms, q/k norms, sinks.
+
+    Norms: ``layer_norm_names`` of width h (2 per layer; 4 for Gemma2/3 and GLM-4; 1 for
+    Phi-2), RMSNorm (weight), LayerNorm (weight + bias: GPT-NeoX, Phi-2, StarCoder2) or none
+    (OLMo-1); q_norm/k_norm of width d (Qwen3, gemma3, Phi-2 qk_layernorm) or of the whole
+    projection a·d and k·d (OLMo2, OLMoE); MLA q_a_layernorm(q_lora_rank),
+    kv_a_layernorm(kv_lora_rank); gpt-oss ``self_attn.sinks`` (a). Source: the modeling files
+    named in ``attention_linear_shapes``, ``mlp_linear_shapes`` and ``catalog.families``.
     """
+    attn, mlp = f"{arch.attention_module}.", f"{arch.mlp_module}."
     out: tuple[ParamTensor, ...] = ()
     for shape in attention_linear_shapes(arch):
-        out += linear_tensors("self_attn.", shape, arch.experts_fused)
+        out += linear_tensors(attn, shape, arch.experts_fused)
     for shape in mlp_linear_shapes(arch, layer_kind):
-        out += linear_tensors("mlp.", shape, arch.experts_fused)
-    h = arch.hidden_size
-    norms: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
-    if arch.sandwich_norm:
-        norms += ("pre_feedforward_layernorm", "post_feedforward_layernorm")
-    out += tuple(ParamTensor(n, "weight", h, 1) for n in norms)
+        out += linear_tensors(mlp, shape, arch.experts_fused)
+    for norm in arch.layer_norm_names:
+        out += _norm_tensors(norm, arch.hidden_size, arch.norm_type)
     if arch.qk_norm:
-        out += (ParamTensor("self_attn.q_norm", "weight", arch.head_dim, 1),
-                ParamTensor("self_attn.k_norm", "weight", arch.head_dim, 1))
+        d = arch.head_dim
+        q_width, k_width = ((arch.num_attention_heads * d, arch.num_kv_heads * d)
+                            if arch.qk_norm_full_width else (d, d))
+        out += _norm_tensors(f"{attn}q_norm", q_width, arch.norm_type)
+        out += _norm_tensors(f"{attn}k_norm", k_width, arch.norm_type)
     if arch.uses_mla:
-        out += (ParamTensor("self_attn.kv_a_layernorm", "weight", arch.kv_lora_rank, 1),)
+        out += (ParamTensor(f"{attn}kv_a_layernorm", "weight", arch.kv_lora_rank, 1),)
         if arch.q_lora_rank:
-            out += (ParamTensor("self_attn.q_a_layernorm", "weight", arch.q_lora_rank, 1),)
+            out += (ParamTensor(f"{attn}q_a_layernorm", "weight", arch.q_lora_rank, 1),)
     if arch.attention_sinks:
-        out += (ParamTensor("self_attn", "sinks", arch.num_attention_heads, 1),)
+        out += (ParamTensor(attn.rstrip("."), "sinks", arch.num_attention_heads, 1),)
     return out
 
 
@@ -197,17 +238,24 @@ def num_embedding_parameters(arch: ModelArch) -> int:
 
 
 def num_lm_head_parameters(arch: ModelArch) -> int:
-    """Output projection ``lm_head`` (h→V, no bias): V·h, or 0 when tied to the embedding.
+    """Output projection ``lm_head`` (h→V): V·h (+ V bias for Phi-2), or 0 when tied to the
+    embedding (a bias stays).
 
-    Source: llama/modeling_llama.py (LlamaForCausalLM.lm_head, _tied_weights_keys).
+    Source: llama/modeling_llama.py (LlamaForCausalLM.lm_head, _tied_weights_keys),
+    phi/modeling_phi.py (lm_head bias=True).
     Assumes: a tied lm_head shares storage and is counted once, as ``parameters()`` does.
     """
-    return 0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size
+    bias = arch.vocab_size if arch.lm_head_bias else 0
+    return bias + (0 if arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size)
 
 
 def num_final_norm_parameters(arch: ModelArch) -> int:
-    """Final RMSNorm ``model.norm``: h. Source: llama/modeling_llama.py (LlamaModel.norm)."""
-    return arch.hidden_size
+    """Final norm ``model.norm``: h (RMSNorm), 2h (LayerNorm), 0 (OLMo-1).
+
+    Source: llama/modeling_llama.py (LlamaModel.norm), gpt_neox (final_layer_norm),
+    olmo/modeling_olmo.py (parameter-free OlmoLayerNorm).
+    """
+    return len(NORM_TENSOR_NAMES[arch.norm_type]) * arch.hidden_size
 
 
 def num_language_model_parameters(arch: ModelArch) -> int:
@@ -230,9 +278,11 @@ def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
     for kind, n in layer_kinds(arch):
         out += tuple(ParamTensor(f"model.layers.{kind}.{t.module}", t.name, t.numel, t.count * n)
                      for t in decoder_layer_tensors(arch, kind))
-    out += (ParamTensor("model.norm", "weight", h, 1),)
+    out += _norm_tensors("model.norm", h, arch.norm_type)
     if not arch.tie_word_embeddings:
-        out += (ParamTensor("lm_head", "weight", num_lm_head_parameters(arch), 1),)
+        out += (ParamTensor("lm_head", "weight", arch.vocab_size * h, 1),)
+    if arch.lm_head_bias:
+        out += (ParamTensor("lm_head", "bias", arch.vocab_size, 1),)
     return out + vision_tensors(arch)
 
 
