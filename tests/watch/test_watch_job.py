@@ -68,3 +68,34 @@ def test_the_cli_returns_the_job_exit_code(tmp_path: Path) -> None:
                                       sys.executable, str(JOB), "0", "3", "0.05", "5"])
     assert result.exit_code == 5, result.output
     assert "step(s) watched" in result.output
+
+
+def test_on_risk_checkpoint_signals_the_job_once(tmp_path: Path) -> None:
+    options = WatchOptions(out_dir=tmp_path, interval_s=0.03, host_limit_bytes=LIMIT, on_risk="checkpoint")
+    lines: list[str] = []
+    output = io.StringIO()
+    result = run_job([sys.executable, str(JOB), "32", "26", "0.12"], options, lines.append, sink=output)
+    assert result.exit_code == 0 and result.crossings
+    assert sum("sent SIGUSR1" in line for line in lines) == 1
+    assert output.getvalue().count("checkpoint requested at step") == 1
+    assert (tmp_path / "job.log").read_text().count("checkpoint requested") == 1
+
+
+def test_attach_to_a_pid_follows_its_log_file(tmp_path: Path) -> None:
+    import subprocess
+
+    log = tmp_path / "train.log"
+    log.write_text("")
+    with log.open("a") as sink:
+        job = subprocess.Popen([sys.executable, str(JOB), "32", "24", "0.12"], stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        from oomless.watch.session import attach
+
+        lines: list[str] = []
+        options = WatchOptions(out_dir=tmp_path / "watch", interval_s=0.03, host_limit_bytes=LIMIT)
+        result = attach(job.pid, log, options, lines.append)
+    finally:
+        job.wait(timeout=60)
+    records = read_records(tmp_path / "watch" / "telemetry.jsonl")
+    assert result.exit_code is None and max(r["step"] for r in records) == 24
+    assert result.crossings and result.crossings[0].current_step < 20

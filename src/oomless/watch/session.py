@@ -12,7 +12,10 @@ Python: HF Trainer and Ray jobs stop as after Ctrl-C).
 
 from __future__ import annotations
 
+import codecs
+import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from ..errors import InputError
 from ..telemetry import append_records
@@ -31,6 +34,9 @@ from .sample import GpuProbe, HostProbe, Sampler
 from .steps import Limit, StepBook
 
 TELEMETRY_FILE = "telemetry.jsonl"
+LOG_FILE = "job.log"
+"""The job's output, as it printed it (what `oomless doctor RUN_DIR` reads beside the telemetry)."""
+CHUNK_BYTES = 65536
 RISK_SIGNALS = {"checkpoint": signal.SIGUSR1, "stop": signal.SIGINT}
 
 
@@ -59,8 +65,9 @@ class WatchResult:
 
 
 class _Watch:
-    def __init__(self, options: WatchOptions, sampler: Sampler, say: Callable[[str], None]) -> None:
-        self.o, self.sampler, self.say = options, sampler, say
+    def __init__(self, options: WatchOptions, sampler: Sampler, say: Callable[[str], None],
+                 send: Callable[[signal.Signals], None]) -> None:
+        self.o, self.sampler, self.say, self.send = options, sampler, say, send
         self.book = StepBook(node_series=options.host_limit_bytes is None, planned=options.planned)
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
         self.last_step = options.last_step
@@ -75,14 +82,14 @@ class _Watch:
             return Limit("host (process tree)", self.o.host_limit_bytes, "--host-limit")
         return self.o.node_limit
 
-    def tick(self, job: subprocess.Popen | None) -> None:
+    def tick(self) -> None:
         """Apply the log lines read so far, then sample: a sample taken after a step line
         belongs to the new step (taking it first would charge the old step with memory the
         new one has already allocated)."""
-        self.drain(job)
+        self.drain()
         self.book.add(self.sampler.sample())
 
-    def drain(self, job: subprocess.Popen | None) -> None:
+    def drain(self) -> None:
         """Apply the log lines read since the last call (steps and phases)."""
         while True:
             try:
@@ -96,9 +103,9 @@ class _Watch:
                 self.last_step = self.o.last_step or event.total_steps
             records = self.book.enter(event.step, event.phase, when)
             if records:
-                self.finish_step(records, job)
+                self.finish_step(records)
 
-    def finish_step(self, records: list[dict[str, Any]], job: subprocess.Popen | None) -> None:
+    def finish_step(self, records: list[dict[str, Any]]) -> None:
         append_records(self.path, records)
         step = records[0]["step"]
         self.say(self.status(step, records))
@@ -111,8 +118,8 @@ class _Watch:
             message = f"warning: {describe(crossing)}"
             self.warnings.append(message)
             self.say(message)
-            if self.o.on_risk and job is not None and not self.signalled and job.poll() is None:
-                job.send_signal(RISK_SIGNALS[self.o.on_risk])
+            if self.o.on_risk and not self.signalled:
+                self.send(RISK_SIGNALS[self.o.on_risk])
                 self.signalled = True
                 self.say(f"sent {RISK_SIGNALS[self.o.on_risk].name} to the job (--on-risk {self.o.on_risk})")
 
@@ -143,11 +150,29 @@ class _Watch:
         return f"[oomless watch] step {step}{of}: " + ", ".join(parts) + f"; host {label} {format_bytes(host)}"
 
 
-def _pump(stream: TextIO, sink: TextIO, lines: queue.Queue, clock: Callable[[], float]) -> None:
-    for line in iter(stream.readline, ""):
-        sink.write(line)
-        sink.flush()
-        lines.put((clock(), line))
+def _pump(stream: BinaryIO, sink: TextIO, log: BinaryIO, lines: queue.Queue, clock: Callable[[], float]) -> None:
+    """Copy the job's output unchanged to ``sink`` and ``log``; queue its lines (split at
+    ``\\n`` and at ``\\r``, which progress bars redraw with) for the step and phase patterns."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = b""
+    while chunk := stream.read1(CHUNK_BYTES):
+        if hasattr(sink, "buffer"):
+            sink.flush()
+            sink.buffer.write(chunk)
+            sink.buffer.flush()
+        else:
+            sink.write(decoder.decode(chunk))
+            sink.flush()
+        log.write(chunk)
+        log.flush()
+        *done, pending = re.split(rb"[\r\n]", pending + chunk)
+        now = clock()
+        for line in done:
+            if line:
+                lines.put((now, line.decode("utf-8", errors="replace")))
+        pending = pending[-CHUNK_BYTES:]  # a line without an end for ever: keep its tail only
+    if pending:
+        lines.put((clock(), pending.decode("utf-8", errors="replace")))
     stream.close()
 
 
@@ -155,27 +180,33 @@ def run_job(command: Sequence[str], options: WatchOptions, say: Callable[[str], 
             sink: TextIO | None = None) -> WatchResult:
     """Start ``command``, watch it until it exits, return its exit code and what was seen."""
     try:
-        job = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               bufsize=1, errors="replace")
+        job = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except FileNotFoundError:
         raise InputError("COMMAND", f"{command[0]!r} not found; give a program on PATH or a path to one") from None
     except PermissionError:
         raise InputError("COMMAND", f"{command[0]!r} is not executable") from None
     gpu, note = GpuProbe.open()
-    watch = _Watch(options, Sampler(HostProbe(job.pid, options.pss), gpu), say)
+    def send(sig: signal.Signals) -> None:
+        if job.poll() is None:
+            job.send_signal(sig)
+
+    watch = _Watch(options, Sampler(HostProbe(job.pid, options.pss), gpu), say, send)
     say(f"[oomless watch] {note}")
     watch.book.add(watch.sampler.sample())  # before any line is read: the load phase has a sample
-    reader = threading.Thread(target=_pump, args=(job.stdout, sink or sys.stdout, watch.lines, time.monotonic), daemon=True)
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    log = (options.out_dir / LOG_FILE).open("wb")
+    reader = threading.Thread(target=_pump, args=(job.stdout, sink or sys.stdout, log, watch.lines, time.monotonic), daemon=True)
     reader.start()
     try:
         while job.poll() is None:
-            watch.tick(job)
+            watch.tick()
             time.sleep(options.interval_s)
     except KeyboardInterrupt:
         job.send_signal(signal.SIGINT)
         job.wait()
     reader.join(timeout=5)
-    watch.drain(None)  # the job's last lines, after its memory is gone: nothing left to sample
+    log.close()
+    watch.drain()  # the job's last lines, after its memory is gone: nothing left to sample
     append_records(watch.path, watch.book.close(time.monotonic()))
     return WatchResult(job.returncode, len(watch.book.host_peaks), watch.warnings, watch.crossings, [note])
 
@@ -190,26 +221,65 @@ def attach(pid: int, log: Path | None, options: WatchOptions, say: Callable[[str
         raise InputError("--pid", f"no process {pid} (it has exited, or never ran)") from None
     except psutil.AccessDenied:
         raise InputError("--pid", f"process {pid} belongs to another user; run as that user") from None
+    if log is not None and not log.is_file():
+        raise InputError("--log", f"no such file: {log}")
     gpu, note = GpuProbe.open()
-    watch = _Watch(options, Sampler(host, gpu), say)
+    watch = _Watch(options, Sampler(host, gpu), say, lambda sig: _kill(pid, sig))
     say(f"[oomless watch] {note}")
-    handle = log.open("r", encoding="utf-8", errors="replace") if log is not None else None
-    if handle is not None:
-        handle.seek(0, 2)
+    follow = _Follower(log) if log is not None else None
     try:
-        while host.root.is_running():
-            if handle is not None:
-                for line in handle.readlines():
+        while _alive(host.root):
+            if follow is not None:
+                for line in follow.new_lines():
                     watch.lines.put((time.monotonic(), line))
             try:
-                watch.tick(None)
+                watch.tick()
             except psutil.NoSuchProcess:
                 break
             time.sleep(options.interval_s)
     except KeyboardInterrupt:
         pass
     finally:
-        if handle is not None:
-            handle.close()
+        if follow is not None:
+            for line in follow.new_lines(final=True):
+                watch.lines.put((time.monotonic(), line))
+            follow.close()
+    watch.drain()
     append_records(watch.path, watch.book.close(time.monotonic()))
     return WatchResult(None, len(watch.book.host_peaks), watch.warnings, watch.crossings, [note])
+
+
+def _alive(process: Any) -> bool:
+    """Running and not a zombie (an exited child its parent has not reaped yet)."""
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _kill(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass  # gone since the last sample
+
+
+class _Follower:
+    """New complete lines of a growing log file (`tail -f`), from its end at the start."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("rb")
+        self._file.seek(0, os.SEEK_END)
+        self._pending = b""
+
+    def new_lines(self, final: bool = False) -> list[str]:
+        *done, self._pending = re.split(rb"[\r\n]", self._pending + self._file.read())
+        if final and self._pending:
+            done, self._pending = [*done, self._pending], b""
+        self._pending = self._pending[-CHUNK_BYTES:]
+        return [line.decode("utf-8", errors="replace") for line in done if line]
+
+    def close(self) -> None:
+        self._file.close()
