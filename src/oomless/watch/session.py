@@ -106,7 +106,7 @@ class _Watch:
                 self.finish_step(records)
 
     def finish_step(self, records: list[dict[str, Any]]) -> None:
-        append_records(self.path, records)
+        self.write(records)
         step = records[0]["step"]
         self.say(self.status(step, records))
         for crossing in self.forecasts():
@@ -122,6 +122,18 @@ class _Watch:
                 self.send(RISK_SIGNALS[self.o.on_risk])
                 self.signalled = True
                 self.say(f"sent {RISK_SIGNALS[self.o.on_risk].name} to the job (--on-risk {self.o.on_risk})")
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        """Append a step's records, each with the limit its peak is held against."""
+        limit = self.record_limit()
+        append_records(self.path, [{**r, "limit_bytes": limit.get(r["device"])} for r in records])
+
+    def record_limit(self) -> dict[str, int | None]:
+        """The limit a record's ``peak_bytes`` is held against, per device: the tree's
+        (`--host-limit`; a node limit is not the tree's), the GPUs' smallest."""
+        totals = getattr(self.sampler.gpu, "totals", ())
+        gpu = self.o.gpu_limit_bytes or (min(totals) if totals else None)
+        return {"host": self.o.host_limit_bytes, "cuda": gpu}
 
     def forecasts(self) -> list[Crossing]:
         out = []
@@ -207,7 +219,7 @@ def run_job(command: Sequence[str], options: WatchOptions, say: Callable[[str], 
     reader.join(timeout=5)
     log.close()
     watch.drain()  # the job's last lines, after its memory is gone: nothing left to sample
-    append_records(watch.path, watch.book.close(time.monotonic()))
+    watch.write(watch.book.close(time.monotonic()))
     return WatchResult(job.returncode, len(watch.book.host_peaks), watch.warnings, watch.crossings, [note])
 
 
@@ -245,7 +257,7 @@ def attach(pid: int, log: Path | None, options: WatchOptions, say: Callable[[str
                 watch.lines.put((time.monotonic(), line))
             follow.close()
     watch.drain()
-    append_records(watch.path, watch.book.close(time.monotonic()))
+    watch.write(watch.book.close(time.monotonic()))
     return WatchResult(None, len(watch.book.host_peaks), watch.warnings, watch.crossings, [note])
 
 
