@@ -34,3 +34,19 @@ def test_chart_of_another_schema_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "telemetry.jsonl").write_text('{"schema": 9, "step": 1, "phase": "step", "peak_bytes": 1}\n')
     result = CliRunner().invoke(app, ["chart", str(tmp_path)])
     assert result.exit_code == EXIT_BAD_INPUT and "telemetry.jsonl:1" in result.output
+
+
+def test_doctor_reads_a_watched_run(tmp_path: Path) -> None:
+    """Growth from step 1 of a job that adds 16 MiB per step; the last step holds the peak."""
+    options = WatchOptions(out_dir=tmp_path, interval_s=0.03)
+    run_job([sys.executable, str(JOB), "16", "12", "0.08"], options, lambda line: None, sink=io.StringIO())
+    result = CliRunner().invoke(app, ["doctor", str(tmp_path)])
+    assert result.exit_code == 1, result.output  # no out-of-memory message in the log
+    assert "measured (telemetry):" in result.output
+    assert "growth: host (process tree) grew from step" in result.output
+    done = CliRunner().invoke(app, ["doctor", str(tmp_path), "--json"])
+    import json
+
+    doc = json.loads(done.stdout)
+    assert doc["telemetry"]["growth"][0]["start_step"] <= 3
+    assert doc["telemetry"]["peak"]["step"] >= 11

@@ -4,6 +4,7 @@ Examples:
     oomless doctor train.log
     oomless doctor train.log --spec examples/seeds/s1-before.yaml
     oomless doctor train.log --from swift run.sh --gpu RTX-3090 --json
+    oomless doctor oomless-watch          # a watched run: its job.log and telemetry.jsonl
     dmesg | oomless doctor -
 
 Exit codes: 0 a known out-of-memory error was diagnosed, 1 nothing recognised, 2 bad input
@@ -24,9 +25,12 @@ if TYPE_CHECKING:
     from ..doctor.diagnose import Diagnosis
     from ..doctor.fit_hook import FitProposal
     from ..doctor.fixes import Fix
+    from ..doctor.growth import TelemetryFindings
     from ..doctor.reconcile import Reconciliation
     from ..spec.load import ResolvedRun
 
+TELEMETRY_FILE, JOB_LOG = "telemetry.jsonl", "job.log"
+"""What `oomless watch` writes in its folder (`oomless train` writes the telemetry)."""
 EXIT_DIAGNOSED = 0
 """A known out-of-memory message was found and explained."""
 EXIT_NOT_RECOGNISED = 1
@@ -34,7 +38,8 @@ EXIT_NOT_RECOGNISED = 1
 
 
 def doctor_command(
-    log: Path = typer.Argument(..., help="Crash log (any text: stderr, dmesg, Ray job logs); - reads standard input."),
+    log: Path = typer.Argument(..., help="Crash log (any text: stderr, dmesg, Ray job logs); - reads standard input; "
+                               "a run folder of `oomless watch`/`train` (job.log and telemetry.jsonl)."),
     spec: Path = typer.Option(None, "--spec", help="Run spec (YAML) of the crashed run: compare the log with its plan."),
     from_native: Optional[Tuple[str, Path]] = typer.Option(
         None, "--from", metavar="FRAMEWORK CONFIG",
@@ -53,21 +58,53 @@ def doctor_command(
         from ..adapters import HardwareFlags
         from ..doctor import diagnose, read_log
 
-        diagnosis = diagnose(read_log(log))
+        log_path, telemetry = _run_files(log)
+        diagnosis = diagnose(read_log(log_path) if log_path is not None else "")
+        measured = _telemetry(telemetry)
         run = _load_run(spec, from_native, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
         fixes, reconciliation, fit = (diagnosis.fixes, None, None) if run is None else _with_run(diagnosis, run, spec)
         warnings = run.warnings if run is not None else ()
         if as_json:
             from ..doctor.report import diagnosis_to_dict
 
-            typer.echo(json.dumps(diagnosis_to_dict(diagnosis, fixes, reconciliation, fit, warnings), indent=2))
+            from ..doctor.growth import findings_to_dict
+
+            extra = findings_to_dict(measured) if measured is not None else None
+            typer.echo(json.dumps(diagnosis_to_dict(diagnosis, fixes, reconciliation, fit, warnings, telemetry=extra), indent=2))
         else:
             for warning in warnings:
                 typer.echo(f"warning: {warning}", err=True)
             typer.echo(render(diagnosis, fixes, reconciliation, fit))
+            if measured is not None:
+                from ..doctor.growth import describe
+
+                typer.echo("measured (telemetry):\n" + "\n".join(f"  {line}" for line in describe(measured)))
         return EXIT_DIAGNOSED if diagnosis.recognised else EXIT_NOT_RECOGNISED
 
     run_guarded(body)
+
+
+def _run_files(log: Path) -> tuple[Path | None, Path | None]:
+    """The log to read and the telemetry beside it: a run folder gives its job.log (if any) and
+    telemetry.jsonl; a log file, the telemetry.jsonl in its folder when there is one."""
+    if str(log) == "-":
+        return log, None
+    if log.is_dir():
+        telemetry = log / TELEMETRY_FILE
+        if not telemetry.is_file() and not (log / JOB_LOG).is_file():
+            raise InputError("LOG", f"{log} is a directory without {JOB_LOG} or {TELEMETRY_FILE}; give a log file")
+        return (log / JOB_LOG if (log / JOB_LOG).is_file() else None), (telemetry if telemetry.is_file() else None)
+    beside = log.parent / TELEMETRY_FILE
+    return log, beside if beside.is_file() else None
+
+
+def _telemetry(path: Path | None) -> TelemetryFindings | None:
+    if path is None:
+        return None
+    from ..doctor.growth import telemetry_findings
+    from ..telemetry import read_records
+
+    return telemetry_findings(read_records(path))
 
 
 def _load_run(spec: Path | None, from_native: tuple[str, Path] | None, hardware: object) -> ResolvedRun | None:

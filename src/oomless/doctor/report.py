@@ -30,8 +30,10 @@ def diagnosis_to_dict(
     reconciliation: Reconciliation | None = None,
     fit: FitProposal | None = None,
     warnings: tuple[str, ...] = (),
+    telemetry: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``fixes`` replaces the diagnosis's generic fixes (e.g. realised against a spec)."""
+    """``fixes`` replaces the diagnosis's generic fixes (e.g. realised against a spec);
+    ``telemetry`` (`growth.findings_to_dict`) adds the key "telemetry" when a run's telemetry was read."""
     primary = diagnosis.primary
     main = None
     if primary is not None:
@@ -57,4 +59,5 @@ def diagnosis_to_dict(
             "changes": [{"knob": k, "from": old, "to": new} for k, old, new in fit.changes],
         },
         "warnings": list(warnings),
+        **({"telemetry": telemetry} if telemetry is not None else {}),
     }
