@@ -1,0 +1,162 @@
+"""Prompt lengths and image sizes of a dataset's rows, and their percentiles, in the spec's
+terms (``lengths.typical_prompt_tokens``/``prompt_percentiles``, ``vision.typical_pixels``/
+``pixels_percentiles``/``typical_images_per_prompt``).
+
+Token counts come from the model's tokenizer when one is given and transformers is installed
+(chat prompts through its chat template, with the generation prompt), else from characters at
+``CHARS_PER_TOKEN``, an estimate the report labels as such. Image areas are the processor's
+output: Qwen2-VL's ``smart_resize`` within the spec's pixel limits (the images' own sizes are
+read with Pillow, from paths, bytes or decoded images).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..memory import constants as C
+from ..memory.vision_tokens import smart_resize
+
+CHARS_PER_TOKEN = 4
+"""Fallback without a tokenizer: about four characters of English text per token.
+Source: OpenAI, "What are tokens and how to count them?" (help.openai.com); BPE tokenizers of
+the Qwen/Llama families are in the same range for English, denser for code and CJK."""
+PERCENTILES = (50, 90, 99)
+PROMPT_FIELDS = ("prompt", "messages", "problem", "question", "query", "instruction", "input", "text")
+IMAGE_FIELDS = ("images", "image", "image_path", "image_paths")
+
+
+@dataclass
+class DatasetStats:
+    num_rows: int
+    truncated: bool
+    prompt_field: str
+    tokens_from: str
+    prompt_tokens: list[int]
+    image_field: str | None = None
+    images_per_prompt: list[int] = field(default_factory=list)
+    pixels: list[int] = field(default_factory=list)
+    unreadable_images: int = 0
+
+
+def percentile(values: Sequence[int], p: float) -> int:
+    """Nearest-rank percentile (the smallest value with at least p % of values at or below it)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def percentiles(values: Sequence[int]) -> dict[int, int]:
+    return {p: percentile(values, p) for p in PERCENTILES} if values else {}
+
+
+def _pick(rows: list[dict[str, Any]], wanted: str | None, candidates: tuple[str, ...], what: str) -> str | None:
+    if wanted is not None:
+        if wanted not in rows[0]:
+            raise InputError(f"--{what}-field", f"no column {wanted!r}; columns: {', '.join(map(str, rows[0]))}")
+        return wanted
+    return next((c for c in candidates if c in rows[0]), None)
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # chat messages, or content parts
+        return "\n".join(_text_of(v.get("content", v.get("text", "")) if isinstance(v, dict) else v) for v in value)
+    if isinstance(value, dict):
+        return _text_of(value.get("content", value.get("text", "")))
+    return "" if value is None else str(value)
+
+
+def token_counter(tokenizer: str | None) -> tuple[Callable[[Any], int], str]:
+    """A counter of prompt tokens and a description of how it counts."""
+    if tokenizer is None:
+        return (lambda value: math.ceil(len(_text_of(value)) / CHARS_PER_TOKEN)), f"characters / {CHARS_PER_TOKEN} (estimate)"
+    try:
+        from transformers import AutoTokenizer
+    except ModuleNotFoundError:
+        raise InputError("--tokenizer", "needs transformers: pip install 'oomless[trace]'") from None
+    try:
+        tok = AutoTokenizer.from_pretrained(tokenizer)
+    except (OSError, ValueError) as err:
+        raise InputError("--tokenizer", f"cannot load {tokenizer!r}: {str(err).splitlines()[0][:200]}") from None
+
+    def count(value: Any) -> int:
+        if isinstance(value, list) and value and isinstance(value[0], dict) and tok.chat_template:
+            out = tok.apply_chat_template(value, add_generation_prompt=True, tokenize=True, return_dict=True)
+            return len(out["input_ids"])
+        return len(tok(_text_of(value))["input_ids"])
+
+    return count, f"tokenizer {tokenizer}"
+
+
+def _image_size(item: Any, base: Path) -> tuple[int, int] | None:
+    from PIL import Image
+
+    try:
+        if hasattr(item, "size") and hasattr(item, "mode"):  # a decoded PIL image (datasets Image feature)
+            return item.size
+        if isinstance(item, dict):
+            if item.get("bytes"):
+                with Image.open(io.BytesIO(item["bytes"])) as im:
+                    return im.size
+            item = item.get("path")
+        if isinstance(item, str):
+            path = Path(item) if Path(item).is_absolute() else base / item
+            with Image.open(path) as im:
+                return im.size
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _images(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | None = None, prompt_field: str | None = None,
+            image_field: str | None = None, min_pixels: int = C.QWEN_VL_MIN_PIXELS, max_pixels: int = C.QWEN_VL_MAX_PIXELS,
+            base: Path = Path(".")) -> DatasetStats:
+    """Prompt tokens per row, images per row and each image's area after the processor's resize."""
+    prompt_col = _pick(rows, prompt_field, PROMPT_FIELDS, "prompt")
+    if prompt_col is None:
+        raise InputError("--prompt-field", f"no prompt column found; columns: {', '.join(map(str, rows[0]))}")
+    count, how = token_counter(tokenizer)
+    stats = DatasetStats(len(rows), truncated, prompt_col, how, [count(r.get(prompt_col)) for r in rows])
+    image_col = _pick(rows, image_field, IMAGE_FIELDS, "image")
+    if image_col is None:
+        return stats
+    stats.image_field = image_col
+    for row in rows:
+        items = _images(row.get(image_col))
+        stats.images_per_prompt.append(len(items))
+        for item in items:
+            size = _image_size(item, base)
+            if size is None:
+                stats.unreadable_images += 1
+                continue
+            width, height = size
+            h, w = smart_resize(height, width, min_pixels=min_pixels, max_pixels=max_pixels)
+            stats.pixels.append(h * w)
+    return stats
+
+
+def spec_fragment(stats: DatasetStats) -> dict[str, Any]:
+    """The spec keys these statistics fill, ready to paste under the spec's sections."""
+    prompts = percentiles(stats.prompt_tokens)
+    out: dict[str, Any] = {"lengths": {"typical_prompt_tokens": prompts[50],
+                                       "prompt_percentiles": {k: v for k, v in prompts.items() if k != 50}}}
+    if stats.image_field is not None:
+        vision: dict[str, Any] = {"typical_images_per_prompt": percentile(stats.images_per_prompt, 50)}
+        if stats.pixels:
+            pixels = percentiles(stats.pixels)
+            vision.update(typical_pixels=pixels[50], pixels_percentiles={k: v for k, v in pixels.items() if k != 50})
+        out["vision"] = vision
+    return out
