@@ -82,7 +82,7 @@ def test_inference_peak_by_hand() -> None:
 
 
 def test_checkpointing_saves_memory_for_real_models() -> None:
-    from oomless.catalog.models import load_model
+    from oomless.catalog.resolve import load_model
 
     arch = load_model("Qwen/Qwen2.5-7B-Instruct")
     full = A.training_saved_activation_bytes(arch, AttentionImpl.sdpa, False, 1, 2048)
@@ -126,7 +126,7 @@ def test_families_without_measurements_use_the_llama_derivation() -> None:
 
 def test_qwen_logits_match_research_example() -> None:
     # research/memory-model.md §6: Qwen V=151,936, 8192 tokens -> 2.5 GB bf16 per copy.
-    from oomless.catalog.models import load_model
+    from oomless.catalog.resolve import load_model
 
     arch = load_model("Qwen/Qwen2.5-1.5B-Instruct")
     assert L.num_logit_elements(arch, 8192) * 2 / 1e9 == pytest.approx(2.49, abs=0.01)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oomless.catalog.models import arch_from_config, catalog_ids, load_model
+from oomless.catalog.models import arch_from_config
+from oomless.catalog.resolve import catalog_ids, load_model
 from oomless.memory import params as P
 from oomless.memory import pinned as Pn
 from oomless.units import GiB, KiB, MiB

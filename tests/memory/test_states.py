@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from oomless.spec.run import Role
-from oomless.catalog.models import arch_from_config, load_model
+from oomless.catalog.models import arch_from_config
+from oomless.catalog.resolve import load_model
 from oomless.memory import params as P
 from oomless.memory import states as S
 from oomless.spec.run import Finetune, Optimizer, Precision, Strategy

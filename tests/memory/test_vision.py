@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oomless.catalog.models import load_model
+from oomless.catalog.resolve import load_model
 from oomless.catalog.vision import VisionArch
 from oomless.errors import InputError
 from oomless.memory import vision as V

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from oomless.catalog.models import load_model
+from oomless.catalog.resolve import load_model
 from oomless.memory import constants as C
 from oomless.memory import host as H
 from oomless.memory import vllm as V

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oomless.catalog.models import load_model
+from oomless.catalog.resolve import load_model
 from oomless.memory import constants as C
 from oomless.memory import params as P
 from oomless.planner.roles import num_value_model_parameters

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oomless.catalog.models import load_model
+from oomless.catalog.resolve import load_model
 from oomless.errors import InputError
 from oomless.spec.load import check_against_arch, parse_spec
 from tests.helpers import BASE_SPEC, merged

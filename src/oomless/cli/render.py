@@ -63,10 +63,46 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
             f"CUDA graphs {format_bytes(b.cuda_graph_bytes)} + KV cache {format_bytes(b.kv_cache_bytes)} "
             f"({tokens:,} tokens)"
         )
+    out.print(f"Micro-batches per GPU: {_batch_line(plan)}")
+    if plan.typical is not None:
+        out.print(f"Typical batch: {_batch_line(plan.typical)}")
     binding = plan.binding
-    if plan.fits:
+    if plan.worst_fits:
         out.print(f"[bold green]FITS[/] — tightest: {_constraint_line(binding)}; margin {format_bytes(binding.margin_bytes)}")
+        return
+    if plan.verdict == "fits_typical":
+        t = plan.typical.binding
+        out.print(
+            f"[bold yellow]FITS ON TYPICAL BATCHES[/] — tightest there: {_constraint_line(t)}; margin "
+            f"{format_bytes(t.margin_bytes)}. The worst batch the limits allow does not fit:"
+        )
+        out.print(_risk_line(plan))
     else:
         out.print(f"[bold red]DOES NOT FIT[/] — {len(plan.violations)} constraint(s) broken:")
-        for c in sorted(plan.violations, key=lambda c: c.margin_bytes):
-            out.print(f"  • {_constraint_line(c)}; short by {format_bytes(-c.margin_bytes)}")
+    for c in sorted(plan.violations, key=lambda c: c.margin_bytes):
+        out.print(f"  • {_constraint_line(c)}; short by {format_bytes(-c.margin_bytes)}")
+
+
+def _batch_line(plan: Plan) -> str:
+    x, train, logprob = plan.shape.lengths, plan.shape.train_batch, plan.shape.logprob_batch
+    images = f", {x.images_per_prompt} image(s)" if plan.shape.image_tokens_per_prompt else ""
+    return (
+        f"sequences of {plan.shape.seq_len:,} tokens (prompt {x.prompt_tokens:,}, completion {x.completion_tokens:,}{images}); "
+        f"train {train.num_tokens:,} tokens in {train.num_rows} row(s), log-prob {logprob.num_tokens:,} tokens"
+        + (" (packed)" if train.packed else "")
+    )
+
+
+def _risk_line(plan: Plan) -> str:
+    r = plan.risk
+    if r is None or r.per_step is None:
+        note = r.note if r is not None else "no distribution given"
+        return f"  chance per step not estimated ({note}): assumed to occur, so `fits` is false"
+    first = f"{r.expected_first_failing_step:,.0f}" if r.expected_first_failing_step else "never"
+    run = f"; over {r.steps:,} steps ≤ {r.per_run:.2%}" if r.per_run is not None else "; no schedule.max_steps: the run is assumed to meet it"
+    x = r.fitting_lengths
+    upto = f"sequences up to prompt {x.prompt_tokens:,} + completion {x.completion_tokens:,} tokens fit; " if x else ""
+    return (
+        f"  {upto}chance per step of a longer one ≤ {r.per_step:.3%} ({r.sequences_per_step:,} sequences a step), "
+        f"expected first at step {first}{run} → {'fits' if plan.fits else 'does not fit'}"
+    )

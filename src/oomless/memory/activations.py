@@ -17,7 +17,10 @@ Source (kernels): PyTorch `aten/src/ATen/native/transformers/attention.cpp` (CUD
 `convert_boolean_attn_mask`, `preprocess_mask`) and the meta kernels of torch 2.13.
 Assumes: bf16 activations; dropout 0 (these models' configs); every sequence padded to the
 longest (a padding mask is present, so sdpa takes the mask path and flash-attention the varlen
-path); transformers' defaults for training (use_cache False; non-reentrant checkpointing of
+path), or packed sequences given as one row of b = 1 and s = the packed tokens
+(`planner/batches.py`: flash-attention varlen sees the packed length, linear in it; sdpa's
+block-diagonal mask of a packed row is s × s); under Ulysses sequence parallelism ``s`` is a
+GPU's share and the attention sees the whole sequence for its heads (`ulysses_attention_view`); transformers' defaults for training (use_cache False; non-reentrant checkpointing of
 every decoder layer, `GradientCheckpointingLayer`); full fine-tuning. Known limitations: LoRA
 adds PEFT's branch tensors (`lora_saved_bytes_per_token`) to the full fine-tuning layer (only the
 frozen LM head and embeddings are taken out): traced, it agrees within 5 % with checkpointing
@@ -27,6 +30,7 @@ CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..catalog.models import ModelArch
@@ -67,6 +71,10 @@ outputs): the expanded per-pair gradient, the zero-filled gradient of the re-ord
 `index_put`, three bf16 [pairs, h] tensors, while every tensor the experts keep is alive."""
 GRAD_IN_BYTES_PER_ELEMENT = B
 """The gradient of a layer's output (the residual stream), alive through the layer's backward."""
+
+ULYSSES_ALL_TO_ALL_COPIES = 3
+"""verl `all_to_all_tensor`: besides its input, one all-to-all holds the contiguous split copies
+of the input, the receive buffers and their concatenation, each the input's size."""
 
 _LAYER_BWD_TEMPORARIES_MLP = 3
 """MLP backward (down_proj, then the gate·up product): the product's gradient and the gate
@@ -130,8 +138,38 @@ def sdpa_bias_bytes_per_sequence(arch: ModelArch, seq_len: int) -> int:
     return B * arch.num_attention_heads * seq_len * math.ceil(seq_len / align) * align
 
 
-def attention_core_saved_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int) -> int:
-    """What the attention keeps after the q/k/v projections (whose input the norms count).
+def ulysses_attention_view(arch: ModelArch, seq_len: int, sequence_parallel_size: int) -> tuple[ModelArch, int]:
+    """What one GPU's attention sees under Ulysses sequence parallelism of degree sp: after the
+    all-to-all, the whole sequence (sp × the local ``seq_len``) for 1/sp of the heads; KV heads
+    fewer than sp are first repeated to sp. Every other term of a layer sees the local tokens.
+    Source: verl `models/transformers/monkey_patch.py` (`_ulysses_flash_attention_forward`:
+    repeat_kv by max(sp // n_kv, 1), `gather_seq_scatter_heads`); DeepSpeed-Ulysses
+    (arXiv 2309.14509, §3.1)."""
+    sp = sequence_parallel_size
+    if sp == 1:
+        return arch, seq_len
+    heads = dataclasses.replace(
+        arch, num_attention_heads=arch.num_attention_heads // sp, num_kv_heads=max(arch.num_kv_heads // sp, 1)
+    )
+    return heads, seq_len * sp
+
+
+def ulysses_all_to_all_bytes(arch: ModelArch, num_sequences: int, seq_len: int, sequence_parallel_size: int) -> int:
+    """Transient bytes of Ulysses' largest all-to-all (q before attention, the output after:
+    bf16 [b, s_local, q] each) on top of its input: split copies, receive buffers and their
+    concatenation (`ULYSSES_ALL_TO_ALL_COPIES`). The repeated KV are at most q wide.
+    Source: verl `utils/ulysses.py` (`all_to_all_tensor`, `SeqAllToAll`); the backward's
+    all-to-all of the gradients has the same size."""
+    if sequence_parallel_size == 1:
+        return 0
+    return ULYSSES_ALL_TO_ALL_COPIES * B * _q(arch) * num_sequences * seq_len
+
+
+def attention_core_saved_bytes_per_sequence(
+    arch: ModelArch, attention: AttentionImpl, seq_len: int, sequence_parallel_size: int = 1,
+) -> int:
+    """What the attention keeps after the q/k/v projections (whose input the norms count);
+    under Ulysses, for the whole sequence and this GPU's heads (`ulysses_attention_view`).
 
     - sdpa (memory-efficient kernel, mask path): q; k and v expanded to all heads by
       `repeat_kv` (or already all heads); the output, allocated [b, s, h, d] and returned
@@ -146,7 +184,8 @@ def attention_core_saved_bytes_per_sequence(arch: ModelArch, attention: Attentio
     Source: transformers `integrations/sdpa_attention.py`, `modeling_flash_attention_utils.py`,
     `eager_attention_forward`; PyTorch `scaled_dot_product_attention` (CUDA dispatch).
     """
-    q, kv, n_h, s = _q(arch), _kv(arch), arch.num_attention_heads, seq_len
+    arch, s = ulysses_attention_view(arch, seq_len, sequence_parallel_size)
+    q, kv, n_h = _q(arch), _kv(arch), arch.num_attention_heads
     if attention == AttentionImpl.sdpa:
         lse = F * n_h * math.ceil(s / MEM_EFFICIENT_LSE_ALIGNMENT) * MEM_EFFICIENT_LSE_ALIGNMENT
         return 4 * B * q * s + lse + sdpa_bias_bytes_per_sequence(arch, s)
@@ -175,10 +214,13 @@ def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
     return k * per_pair + F * arch.num_experts + 4 * B * shared
 
 
-def decoder_layer_saved_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0) -> int:
-    """All bytes one decoder layer keeps for backward for one sequence (no checkpointing)."""
+def decoder_layer_saved_bytes_per_sequence(
+    arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0, sequence_parallel_size: int = 1,
+) -> int:
+    """All bytes one decoder layer keeps for backward for one sequence (no checkpointing);
+    ``seq_len`` is this GPU's share of it under sequence parallelism."""
     per_token = norms_saved_bytes_per_token(arch) + qk_norm_saved_bytes_per_token(arch) + mlp_saved_bytes_per_token(arch) + lora_per_token
-    return per_token * seq_len + attention_core_saved_bytes_per_sequence(arch, attention, seq_len)
+    return per_token * seq_len + attention_core_saved_bytes_per_sequence(arch, attention, seq_len, sequence_parallel_size)
 
 
 def decoder_layer_constant_bytes(arch: ModelArch, attention: AttentionImpl) -> int:
@@ -234,7 +276,7 @@ def checkpoint_shared_input_bytes(arch: ModelArch, attention: AttentionImpl, num
 
 def training_saved_activation_bytes(
     arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
-    lora_per_token: int = 0,
+    lora_per_token: int = 0, sequence_parallel_size: int = 1,
 ) -> int:
     """Activations alive at the end of the training forward of one micro-batch, except the
     logits and the LM head's input (`logits.py`): every layer's saved tensors (with LoRA, the
@@ -244,7 +286,7 @@ def training_saved_activation_bytes(
     if checkpointing:
         layers = n * b * s * checkpointed_layer_input_bytes_per_token(arch) + checkpoint_shared_input_bytes(arch, attention, b, s)
     else:
-        layers = n * (b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token)
+        layers = n * (b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sequence_parallel_size)
                       + decoder_layer_constant_bytes(arch, attention))
     return layers + rotary_table_bytes(arch, s) + b * s * head_saved_bytes_per_token(arch) + head_constant_bytes(arch)
 
@@ -257,7 +299,9 @@ def norm_backward_peak_bytes_per_token(arch: ModelArch) -> int:
     return _coef(arch).norm_backward_peak_bytes_per_element * arch.hidden_size
 
 
-def layer_backward_peak_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0) -> int:
+def layer_backward_peak_bytes_per_sequence(
+    arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0, sequence_parallel_size: int = 1,
+) -> int:
     """The most one decoder layer holds during its own backward (its remaining saved tensors
     and the temporaries), with the incoming residual gradient (2h), as the largest of:
 
@@ -270,8 +314,8 @@ def layer_backward_peak_bytes_per_sequence(arch: ModelArch, attention: Attention
       gradients (sdpa/flash: dq, dk, dv and the output gradient; eager: the fp32 gradient of
       the probabilities and of the scores).
     """
-    h, s = arch.hidden_size, seq_len
-    saved = decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token)
+    h, s, sp = arch.hidden_size, seq_len, sequence_parallel_size
+    saved = decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp)
     grad_in = GRAD_IN_BYTES_PER_ELEMENT * h * s
     # Gemma: the post-sublayer norm's backward makes the sublayer's output gradient, besides the residual's.
     sublayer_grad_in = 2 * grad_in if arch.sandwich_norm else grad_in
@@ -281,7 +325,7 @@ def layer_backward_peak_bytes_per_sequence(arch: ModelArch, attention: Attention
     mlp = saved - post_mlp_norm - mlp_kept + _mlp_backward_peak_bytes_per_token(arch) * s + sublayer_grad_in
     norm_part = (decoder_norm_saved_bytes_per_token(arch, h) + B * h) * s
     pre_mlp_norm = saved - post_mlp_norm - mlp_kept - norm_part + norm_backward + grad_in
-    attn = norm_part + qk_norm_saved_bytes_per_token(arch) * s + _attention_backward_bytes_per_sequence(arch, attention, s) + sublayer_grad_in
+    attn = norm_part + qk_norm_saved_bytes_per_token(arch) * s + _attention_backward_bytes_per_sequence(arch, attention, s, sp) + sublayer_grad_in
     moments = [mlp, pre_mlp_norm, attn]
     if arch.sandwich_norm:
         moments.append(saved - post_mlp_norm + norm_backward + grad_in)
@@ -298,9 +342,10 @@ def _mlp_backward_peak_bytes_per_token(arch: ModelArch) -> int:
     return mlp_saved_bytes_per_token(arch) + MOE_COMBINE_BACKWARD_TEMPORARIES * arch.num_experts_per_tok * B * arch.hidden_size
 
 
-def _attention_backward_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int) -> int:
-    q, kv, n_h, s = _q(arch), _kv(arch), arch.num_attention_heads, seq_len
-    kept = attention_core_saved_bytes_per_sequence(arch, attention, s)
+def _attention_backward_bytes_per_sequence(arch: ModelArch, attention: AttentionImpl, seq_len: int, sp: int = 1) -> int:
+    kept = attention_core_saved_bytes_per_sequence(arch, attention, seq_len, sp)
+    arch, s = ulysses_attention_view(arch, seq_len, sp)
+    q, kv, n_h = _q(arch), _kv(arch), arch.num_attention_heads
     if attention == AttentionImpl.eager:
         kept_scores = (_coef(arch).eager_score_saved_bytes - B) * n_h * s * s
         return (2 * B * q + B * q) * s + kept_scores + 2 * F * n_h * s * s
@@ -323,7 +368,7 @@ def tied_head_gradient_bytes(arch: ModelArch) -> int:
 
 def backward_transient_bytes(
     arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
-    lora_per_token: int = 0,
+    lora_per_token: int = 0, sequence_parallel_size: int = 1,
 ) -> int:
     """How far backward rises above `training_saved_activation_bytes`, at its largest of:
 
@@ -337,16 +382,16 @@ def backward_transient_bytes(
     and the embedding's backward ends with both gradients alive.
     Source: the autograd order of the traced step (`oomless trace`).
     """
-    b, s = num_sequences, seq_len
-    saved = training_saved_activation_bytes(arch, attention, checkpointing, b, s, lora_per_token)
+    b, s, sp = num_sequences, seq_len, sequence_parallel_size
+    saved = training_saved_activation_bytes(arch, attention, checkpointing, b, s, lora_per_token, sp)
     tied = 0 if lora_per_token else tied_head_gradient_bytes(arch)  # LoRA: the embeddings are frozen
     without_head = saved - b * s * head_saved_bytes_per_token(arch) + tied
     final_norm = without_head + b * s * norm_backward_peak_bytes_per_token(arch)
-    layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token)
+    layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token, sp)
     if checkpointing:
         top_layer = without_head + layer + decoder_layer_constant_bytes(arch, attention)
     else:
-        top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token) + layer
+        top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp) + layer
     embedding = TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD * tied
     return max(final_norm, top_layer, embedding, saved) - saved
 

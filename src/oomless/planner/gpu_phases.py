@@ -104,7 +104,9 @@ class GroupPlanner:
             if not m.trainable or idle_offloaded:
                 continue
             out.append(_c(f"{p}.master_weights", Category.OPT, m.master))
-            if not states_out:
+            if phase == "load" and m.states_at_first_step:
+                pass  # created by the first optimizer step (`RoleModel.states_at_first_step`)
+            elif not states_out:
                 out.append(_c(f"{p}.optimizer_states", Category.OPT, m.optimizer_states))
             if role in grads_of or (m.grads_persistent and phase != "load"):
                 out.append(_c(f"{p}.grads", Category.GRAD, m.grads))
@@ -148,8 +150,9 @@ class GroupPlanner:
     # --- phases ----------------------------------------------------------------------------------
 
     def load(self) -> Phase:
-        """After start-up: engine budget reserved, models and optimizer states placed. No
-        activations yet."""
+        """After start-up: engine budget reserved, models placed with the optimizer states
+        DeepSpeed creates at initialisation (a torch optimizer creates its states at the first
+        step: `RoleModel.states_at_first_step`). No activations yet."""
         return "load", _finish(self.overheads() + self.states("load") + self.engine_awake())
 
     def rollout(self) -> Phase:
@@ -192,25 +195,27 @@ class GroupPlanner:
         ]
 
     def forward_roles(self) -> tuple[Role, ...]:
-        """Models that run a no-grad forward over the rollout batch on this group."""
-        spec, out = self.spec, []
-        lora_ref = spec.kl_beta > 0 and spec.finetune.method != FinetuneMethod.full and spec.algorithm != Algorithm.dapo
-        if Role.actor in self.models and (self.shape.reuses_rollout or spec.algorithm == Algorithm.ppo or lora_ref):
-            out.append(Role.actor)
+        """Models that run a no-grad forward over the rollout batch on this group: the actor
+        when old log-probs are recomputed (`actor_recomputes_logprobs`), then the others."""
+        out = [Role.actor] if Role.actor in self.models and actor_recomputes_logprobs(self.spec, self.shape) else []
         out += [r for r in (Role.reference, Role.critic, Role.reward) if r in self.models]
         return tuple(out)
 
     def forward_work(self, role: Role) -> list[Component]:
-        m, shape = self.models[role], self.shape
-        seqs, arch = shape.logprob_sequences, m.arch
+        """A no-grad forward over one log-prob micro-batch (`RunShape.logprob_batch`: padded
+        rows, a packed row, or a token budget's part; this GPU's slice under sequence
+        parallelism)."""
+        m, mb = self.models[role], self.shape.logprob_batch
+        arch = m.arch
         comps = [
             _c("zero.gathered_params", Category.PARAM, m.gathered),
-            _c("activations", Category.ACT, A.inference_forward_peak_bytes(arch, seqs * shape.seq_len)),
-            _c("attention_mask", Category.ACT, A.dense_attention_mask_bytes(self.spec.attention, seqs, shape.seq_len)),
-            _c("vision.activations", Category.ACT, VT.inference_bytes(self.spec, shape, arch, seqs)),
+            _c("activations", Category.ACT, A.inference_forward_peak_bytes(arch, mb.num_tokens)),
+            _c("attention_mask", Category.ACT, A.dense_attention_mask_bytes(self.spec.attention, mb.num_rows, mb.row_len)),
+            _c("vision.activations", Category.ACT, VT.inference_bytes(self.spec, self.shape, arch, mb.num_sequences)),
+            _c("ulysses.all_to_all", Category.TEMP, A.ulysses_all_to_all_bytes(arch, mb.num_rows, mb.row_len, mb.sequence_parallel_size)),
         ]
         if role in (Role.actor, Role.reference):
-            logits = L.logprob_logits_bytes(arch, self.spec.logits, seqs, shape.completion_len, self.spec.logits_chunk_rows)
+            logits = L.logprob_logits_bytes(arch, self.spec.logits, mb.num_rows, mb.logit_rows, self.spec.logits_chunk_rows)
             comps.append(_c("logits", Category.TEMP, logits))
         return comps
 
@@ -224,25 +229,26 @@ class GroupPlanner:
         return "logprob", max(candidates, key=lambda comps: sum(c.num_bytes for c in comps))
 
     def training_work(self, role: Role) -> list[Component]:
-        """Forward + backward of one micro-batch: saved activations + the larger of the logits
-        peak at the loss (actor only) and the backward transient of one recomputed layer, and
-        (actor) the vocabulary-sized weight gradient waiting to be accumulated into ``.grad``."""
-        spec, shape, m = self.spec, self.shape, self.models[role]
+        """Forward + backward of one micro-batch (`RunShape.train_batch`): saved activations +
+        the larger of the logits peak at the loss (actor only) and the backward transient of one
+        recomputed layer (with Ulysses' all-to-all buffers), and (actor) the vocabulary-sized
+        weight gradient waiting to be accumulated into ``.grad``."""
+        spec, shape, m, mb = self.spec, self.shape, self.models[role], self.shape.train_batch
         gc, attn, arch = spec.gradient_checkpointing, spec.attention, m.arch
-        seqs = shape.train_sequences
+        rows, row_len, sp = mb.num_rows, mb.row_len, mb.sequence_parallel_size
         lora = lora_per_token(spec, arch) if role == Role.actor else 0
         comps = [
             _c("zero.gathered_params", Category.PARAM, m.gathered),
-            _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, seqs, shape.seq_len, lora)),
-            _c("vision.activations", Category.ACT, VT.training_bytes(spec, shape, arch, seqs) if role == Role.actor else 0),
+            _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, rows, row_len, lora, sp)),
+            _c("vision.activations", Category.ACT, VT.training_bytes(spec, shape, arch, mb.num_sequences) if role == Role.actor else 0),
         ]
-        transient = A.backward_transient_bytes(arch, attn, gc, seqs, shape.seq_len, lora)
+        transient = A.backward_transient_bytes(arch, attn, gc, rows, row_len, lora, sp)
+        transient += A.ulysses_all_to_all_bytes(arch, rows, row_len, sp)
         logits = 0
         if role == Role.actor:
             frozen_head = spec.finetune.method != FinetuneMethod.full
             logits = L.training_logits_bytes(
-                arch, spec.logits, seqs, shape.completion_len, spec.logits_chunk_rows, shape.seq_len,
-                frozen_head=frozen_head,
+                arch, spec.logits, rows, mb.logit_rows, spec.logits_chunk_rows, row_len, frozen_head=frozen_head,
             )
             saved = sum(c.num_bytes for c in comps if c.category == Category.ACT)
             extra = L.accumulating_gradient_bytes(arch, frozen_head, saved, logits, transient)
@@ -353,3 +359,18 @@ def lora_merge_delta_bytes(arch: ModelArch) -> int:
     autocast_adapter_dtype=True). Source: peft/tuners/lora/layer.py (`get_delta_weight`)."""
     largest = max(s.in_features * s.out_features for s, _ in S.linear_shapes_with_layer_counts(arch))
     return 2 * largest * C.FP32_BYTES
+
+
+def actor_recomputes_logprobs(spec: RunSpec, shape: RunShape) -> bool:
+    """Whether the actor runs a no-grad log-prob pass over the rollout batch.
+
+    Set explicitly by `rollout.recompute_old_logprobs` (TRL >= 0.22 with vLLM computes old
+    log-probs for its importance-sampling correction even with beta 0 and aligned steps:
+    trl `grpo_trainer.py` `_generate_and_score_completions`, `vllm_importance_sampling_correction`
+    default True, PR #3867); otherwise when the loss needs them: a rollout reused over several
+    optimizer steps (TRL: gradient_accumulation_steps not a multiple of steps_per_generation),
+    PPO, or a LoRA reference (the base with adapters disabled is the actor's module)."""
+    if spec.rollout.recompute_old_logprobs is not None:
+        return spec.rollout.recompute_old_logprobs
+    lora_ref = spec.kl_beta > 0 and spec.finetune.method != FinetuneMethod.full and spec.algorithm != Algorithm.dapo
+    return shape.reuses_rollout or spec.algorithm == Algorithm.ppo or lora_ref

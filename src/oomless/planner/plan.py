@@ -3,12 +3,19 @@
 A plan is a set of constraints, each with a requirement and what is available: every phase's
 peak on one GPU of every placement group against its capacity, the host's peak against its
 limit, and vLLM's own start-up checks (free memory ≥ utilization × total; KV cache holds at
-least one max-length sequence). It fits when every margin is ≥ 0; the binding constraint is
-the first broken one in time, or the one with the smallest margin.
+least one max-length sequence). The constraints are those of the worst batch the limits allow;
+the binding constraint is the first broken one in time, or the one with the smallest margin.
+
+Verdict (`Plan.verdict`): `fits` (the worst batch fits), `fits_typical` (a typical batch fits,
+the worst does not: `Plan.typical`, with the chance per step in `Plan.risk`), or
+`does_not_fit`. `Plan.fits` answers "will this run, as configured, finish its steps?": true
+when the worst batch fits, or when it does not but the chance that the run meets such a batch
+over `schedule.max_steps` is below `risk.ACCEPTED_RUN_FAILURE_PROBABILITY`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..catalog.gpus import GpuSpec
@@ -19,10 +26,12 @@ from ..memory.components import Component, total_bytes
 from ..spec.run import Role, RolloutEngine, RunSpec
 from ..units import gib_to_bytes
 from .engine import engine_budget
+from .batches import DataLengths
 from .gpu_phases import GroupPlanner
 from .host_phases import host_limit_bytes, host_phases
+from .risk import BatchRisk, batch_risk, typical_lengths
 from .roles import Group, RoleModel, placement_groups, role_models
-from .shape import RunShape, run_shape
+from .shape import RunShape, limit_lengths, run_shape
 
 PHASE_ORDER = ("load", "rollout", "logprob", "critic_train", "train", "optimizer", "weight_sync")
 """Phases of one step in time order (load happens once, before the first step)."""
@@ -69,6 +78,9 @@ class Constraint:
     required_bytes: int
     available_bytes: int
     message: str
+    first_step: int = 1
+    """The step in which it first applies: 2 for a phase that breaks only once optimizer states
+    created by step 1's optimizer phase are resident (`RoleModel.states_at_first_step`)."""
 
     @property
     def margin_bytes(self) -> int:
@@ -101,10 +113,31 @@ class Plan:
     host: HostMemory
     constraints: tuple[Constraint, ...]
     engine: V.EngineBudget | None
+    typical: Plan | None = None
+    """The same run on a typical batch, when it differs from the worst one."""
+    risk: BatchRisk | None = None
+    """The chance of a batch that does not fit, when the worst does not and a typical one does."""
+
+    @property
+    def worst_fits(self) -> bool:
+        """Every constraint holds for the worst batch the limits allow."""
+        return all(c.ok for c in self.constraints)
+
+    @property
+    def verdict(self) -> str:
+        if self.worst_fits:
+            return "fits"
+        if self.typical is not None and self.typical.worst_fits:
+            return "fits_typical"
+        return "does_not_fit"
 
     @property
     def fits(self) -> bool:
-        return all(c.ok for c in self.constraints)
+        """Will the run finish its steps: the worst batch fits, or it does not but the run meets
+        it with a chance below the accepted one (`risk.BatchRisk.accepted`)."""
+        if self.worst_fits:
+            return True
+        return self.verdict == "fits_typical" and self.risk is not None and self.risk.accepted
 
     @property
     def binding(self) -> Constraint:
@@ -114,7 +147,7 @@ class Plan:
         broken = self.violations
         if broken:
             order = {id(c): i for i, c in enumerate(self.constraints)}
-            return min(broken, key=lambda c: (PHASE_ORDER.index(c.phase), order[id(c)]))
+            return min(broken, key=lambda c: (c.first_step, PHASE_ORDER.index(c.phase), order[id(c)]))
         return min(self.constraints, key=lambda c: c.margin_bytes)
 
     @property
@@ -137,7 +170,16 @@ def device_role_names(groups: tuple[Group, ...]) -> list[str]:
     return names
 
 
-def _phase_constraints(group: DeviceGroup) -> list[Constraint]:
+def _first_step(phase: PhaseMemory, capacity: int, lazy_states: tuple[str, ...]) -> int:
+    """Step 1's phases before its optimizer phase lack optimizer states created lazily; a phase
+    that breaks only with them first breaks in step 2."""
+    if phase.name in ("load", "optimizer", "weight_sync") or not lazy_states:
+        return 1
+    lazy = sum(c.num_bytes for c in phase.components if c.name in lazy_states)
+    return 2 if lazy and phase.peak_bytes - lazy <= capacity else 1
+
+
+def _phase_constraints(group: DeviceGroup, lazy_states: tuple[str, ...] = ()) -> list[Constraint]:
     out = []
     for phase in group.phases:
         top = phase.largest()
@@ -145,6 +187,7 @@ def _phase_constraints(group: DeviceGroup) -> list[Constraint]:
             phase=phase.name, device="gpu", device_role=group.role,
             component=top.name if top else "", required_bytes=phase.peak_bytes,
             available_bytes=group.capacity_bytes, message=f"{phase.name} peak on a {group.role} GPU",
+            first_step=_first_step(phase, group.capacity_bytes, lazy_states),
         ))
     return out
 
@@ -170,9 +213,34 @@ def _engine_constraints(planner: GroupPlanner, role: str, arch: ModelArch, shape
 
 def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[Role, ModelArch] | None = None) -> Plan:
     """Pure: the same inputs always give the same plan. ``archs`` gives the critic's and the
-    reward model's architectures when they differ from the actor's."""
+    reward model's architectures when they differ from the actor's.
+
+    The plan is the worst batch the limits allow; when the run's typical batch differs (typical
+    lengths, percentiles, a token budget's balanced parts) its plan comes beside it, and when
+    only the typical one fits, the chance of the worst (`risk.batch_risk`)."""
+    worst = plan_batch(spec, arch, gpu, archs)
+    members = 1 if spec.batch.max_tokens_per_gpu is not None else spec.batch.micro_batch_size
+    lengths = typical_lengths(spec, arch, members)
+    budgets = spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None
+    if lengths == limit_lengths(spec) and not budgets:
+        return worst
+    typical = plan_batch(spec, arch, gpu, archs, lengths, worst=False)
+    risk = None
+    if not worst.worst_fits and typical.worst_fits:
+        per_step = spec.batch.micro_batch_size * spec.batch.gradient_accumulation_steps
+        ranks = worst.models[Role.actor].num_shards // spec.distribution.sequence_parallel_size
+        risk = batch_risk(spec, arch, per_step * max(ranks, 1), lambda x: plan_batch(spec, arch, gpu, archs, x).worst_fits)
+    return dataclasses.replace(worst, typical=typical, risk=risk)
+
+
+def plan_batch(
+    spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[Role, ModelArch] | None = None,
+    lengths: DataLengths | None = None, worst: bool = True,
+) -> Plan:
+    """The plan of one batch: every sequence at ``lengths`` (default: the limits), token
+    budgets packed at their worst (or, ``worst`` false, at a typical step's balanced part)."""
     archs = {Role.actor: arch, Role.critic: arch, Role.reward: arch, **(archs or {})}
-    shape = run_shape(spec, arch, gpu)
+    shape = run_shape(spec, arch, gpu, lengths, worst)
     groups = placement_groups(spec)
     models = role_models(spec, archs, groups)
     budget = engine_budget(spec, arch, shape)
@@ -183,8 +251,10 @@ def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[R
         devices.append(DeviceGroup(role, group.roles, group.gpus_per_node, shape.capacity_bytes, phases))
         if Role.vllm in group.roles:
             constraints += _engine_constraints(planner, role, arch, shape, budget)
+    lazy = tuple(f"{p}.optimizer_states" for r, p in (("actor", "policy"), ("critic", "critic"))
+                 if Role(r) in models and models[Role(r)].states_at_first_step)
     for device in devices:
-        constraints += _phase_constraints(device)
+        constraints += _phase_constraints(device, lazy)
     host_ram = None if spec.hardware.host_ram_gib is None else gib_to_bytes(spec.hardware.host_ram_gib)
     host = HostMemory(host_ram, host_limit_bytes(spec), tuple(PhaseMemory(n, c) for n, c in host_phases(spec, groups, models, budget)))
     if host.limit_bytes is not None:

@@ -3,7 +3,9 @@
 Stable keys: `fits`, `binding` {`phase`, `device`, `component`, ...}, `margin_bytes`,
 `gpu` {`capacity_bytes`, `peak_bytes`, `phases`: [{`name`, `peak_bytes`, `components`}],
 `devices`}, `host` {`capacity_bytes`, `limit_bytes`, `peak_bytes`, `components`, `phases`},
-`vllm`, `constraints`. All sizes are integer bytes.
+`vllm`, `constraints`. All sizes are integer bytes. `gpu`, `host`, `binding` and `constraints`
+describe the worst batch the limits allow; `verdict`, `worst_case`, `typical` and `batch_risk`
+say how that compares with the batches the run typically sees (`Plan.verdict`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from ..memory import params as P
 from ..memory import vllm as V
 from ..memory.components import Category
 from ..spec.run import Role
+from .batches import DataLengths, MicroBatch
 from .plan import PHASE_ORDER, Constraint, Plan, PhaseMemory
+from .risk import ACCEPTED_RUN_FAILURE_PROBABILITY
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +43,50 @@ def _constraint(c: Constraint) -> dict[str, Any]:
     return {
         "phase": c.phase, "device": c.device, "device_role": c.device_role, "component": c.component,
         "required_bytes": c.required_bytes, "available_bytes": c.available_bytes,
-        "margin_bytes": c.margin_bytes, "ok": c.ok, "message": c.message,
+        "margin_bytes": c.margin_bytes, "ok": c.ok, "message": c.message, "first_step": c.first_step,
+    }
+
+
+def _lengths(x: DataLengths) -> dict[str, Any]:
+    return {"prompt_tokens": x.prompt_tokens, "completion_tokens": x.completion_tokens,
+            "image_pixels": x.image_pixels, "images_per_prompt": x.images_per_prompt}
+
+
+def _micro_batch(mb: MicroBatch) -> dict[str, Any]:
+    return {"num_rows": mb.num_rows, "row_tokens": mb.row_len, "tokens": mb.num_tokens, "num_sequences": mb.num_sequences,
+            "packed": mb.packed, "sequence_parallel_size": mb.sequence_parallel_size}
+
+
+def _batch(plan: Plan) -> dict[str, Any]:
+    """The batch a plan is made for: its lengths and its micro-batches on one GPU."""
+    return {
+        "fits": plan.worst_fits,
+        "lengths": _lengths(plan.shape.lengths),
+        "sequence_tokens": plan.shape.seq_len,
+        "train_micro_batch": _micro_batch(plan.shape.train_batch),
+        "logprob_micro_batch": _micro_batch(plan.shape.logprob_batch),
+    }
+
+
+def _typical(plan: Plan) -> dict[str, Any] | None:
+    t = plan.typical
+    if t is None:
+        return None
+    return {
+        **_batch(t), "binding": _constraint(t.binding), "gpu_peak_bytes": max(g.peak_bytes for g in t.devices),
+        "phases": _worst_phases(t), "violations": [_constraint(c) for c in t.violations],
+    }
+
+
+def _risk(plan: Plan) -> dict[str, Any] | None:
+    r = plan.risk
+    if r is None:
+        return None
+    return {
+        "sequences_per_step": r.sequences_per_step, "per_step": r.per_step, "steps": r.steps, "per_run": r.per_run,
+        "expected_first_failing_step": r.expected_first_failing_step, "accepted": r.accepted,
+        "accepted_run_failure_probability": ACCEPTED_RUN_FAILURE_PROBABILITY,
+        "fitting_lengths": _lengths(r.fitting_lengths) if r.fitting_lengths else None, "note": r.note,
     }
 
 
@@ -81,6 +128,10 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "oomless_version": __version__,
         "fits": plan.fits,
+        "verdict": plan.verdict,
+        "worst_case": _batch(plan),
+        "typical": _typical(plan),
+        "batch_risk": _risk(plan),
         "binding": _constraint(binding),
         "margin_bytes": binding.margin_bytes,
         "violations": [_constraint(c) for c in plan.violations],

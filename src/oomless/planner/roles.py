@@ -86,6 +86,8 @@ class RoleModel:
     reduce_bucket: int = 0
     bucket_persistent: bool = False
     """ZeRO-3's reduce buffer lives from init; ZeRO-1/2's exist only during backward."""
+    states_at_first_step: bool = False
+    """The optimizer states appear at the first optimizer step, not at load (`optimizer_states_at_first_step`)."""
 
     @property
     def optimizer(self) -> int:
@@ -186,6 +188,18 @@ def _fp32_grads(spec: RunSpec, num_trainable: int, n: int) -> int:
     return partition
 
 
+def optimizer_states_at_first_step(spec: RunSpec) -> bool:
+    """A torch optimizer (DDP, FSDP) creates its states lazily: AdamW's exp_avg and exp_avg_sq
+    are allocated in the first `step()` (`_init_group`: zeros_like per parameter with no state),
+    so the load phase and the vLLM start-up check do not see them and an OOM they cause comes
+    in the optimizer phase of step 1. DeepSpeed's ZeRO optimizers create them at
+    `deepspeed.initialize` by stepping once on zero gradients (stage_1_and_2.py and stage3.py
+    `initialize_optimizer_states`). Source: torch/optim/adamw.py (torch 2.x `_init_group`);
+    HF Trainer `create_optimizer` (torch.optim.AdamW, no state before the first step);
+    verl/EasyR1 `fsdp_workers.py` (torch AdamW on the FSDP module)."""
+    return spec.distribution.strategy in (Strategy.ddp, Strategy.fsdp)
+
+
 def fsdp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
     """FSDP with mixed precision keeps the sharded parameters themselves in fp32 (they are the
     optimizer's master copy; bf16 exists only unsharded during compute) and reduces gradients
@@ -220,7 +234,7 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
         master=S.sharded_bytes(master, sharding.optimizer, n) if on_gpu else 0,
         optimizer_states=S.sharded_bytes(states, sharding.optimizer, n) if on_gpu else 0,
         fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=_reduce_bucket(spec, arch),
-        bucket_persistent=dist.strategy == Strategy.zero3,
+        bucket_persistent=dist.strategy == Strategy.zero3, states_at_first_step=optimizer_states_at_first_step(spec),
     )
 
 

@@ -15,6 +15,7 @@ from ..memory import vllm as V
 from ..spec.run import RunSpec
 from ..units import gib_to_bytes
 from . import vision_terms as VT
+from .batches import DataLengths, MicroBatch, budget_micro_batch, packed_micro_batch, padded_micro_batch
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,12 @@ class RunShape:
     vllm_max_num_batched_tokens: int
     vllm_max_num_seqs: int
     vllm_max_model_len: int
+    lengths: DataLengths
+    """What the planned batch's sequences hold (the limits for the worst case)."""
+    train_batch: MicroBatch
+    logprob_batch: MicroBatch
+    worst: bool = True
+    """The worst batch the limits allow (else a typical one)."""
 
 
 def capacity_bytes(spec: RunSpec, gpu: GpuSpec | None) -> int:
@@ -46,25 +53,59 @@ def capacity_bytes(spec: RunSpec, gpu: GpuSpec | None) -> int:
     return gpu.capacity_bytes
 
 
-def run_shape(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None) -> RunShape:
+def limit_lengths(spec: RunSpec) -> DataLengths:
+    """The declared limits: the worst case every sequence may reach."""
+    return DataLengths(
+        spec.lengths.max_prompt_tokens, spec.lengths.max_completion_tokens, None, spec.vision.images_per_prompt,
+    )
+
+
+def micro_batches(spec: RunSpec, seq_len: int, completion_len: int, generated: int, worst: bool) -> tuple[MicroBatch, MicroBatch]:
+    """Training and log-prob micro-batches on one GPU when every sequence holds ``seq_len``
+    tokens (`batches.py`): token budgets, packing, padding; sequence parallel slices."""
+    b, sp = spec.batch, spec.distribution.sequence_parallel_size
+
+    def one(budget: int | None, sequences: int, available: int) -> MicroBatch:
+        if budget is not None:
+            return budget_micro_batch(budget, available, seq_len, worst, b.token_budget_balance, sp, padded=not b.padding_free)
+        if b.padding_free:
+            return packed_micro_batch(sequences * seq_len, sequences, sp)
+        return padded_micro_batch(sequences, seq_len, completion_len, sp)
+
+    train = one(b.max_tokens_per_gpu, b.micro_batch_size, b.micro_batch_size * b.gradient_accumulation_steps)
+    logprob = one(b.logprob_token_budget, spec.logprob_micro_batch_size, generated)
+    return train, logprob
+
+
+def run_shape(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, lengths: DataLengths | None = None, worst: bool = True) -> RunShape:
+    """The shape of a run whose sequences hold ``lengths`` (default: the limits). ``worst``
+    packs token budgets at the most they allow, else at a typical step's balanced part."""
     ro = spec.rollout
     cap = capacity_bytes(spec, gpu)
     is_a100 = gpu is not None and gpu.id.startswith("A100")
-    image_tokens = VT.image_tokens_per_prompt(spec, arch)
-    prompt = spec.lengths.max_prompt_tokens + image_tokens
-    seq = prompt + spec.lengths.max_completion_tokens
+    data = lengths or limit_lengths(spec)
+    image_tokens = VT.image_tokens(spec, arch, data.image_pixels, data.images_per_prompt)
+    prompt = data.prompt_tokens + image_tokens
+    seq = prompt + data.completion_tokens
+    limit_seq = spec.lengths.max_prompt_tokens + VT.image_tokens_per_prompt(spec, arch) + spec.lengths.max_completion_tokens
     generated = spec.batch.micro_batch_size * spec.steps_per_generation
+    generation = math.ceil(generated * spec.batch.oversample_factor)
+    train, logprob = micro_batches(spec, seq, data.completion_tokens, generation, worst)
     return RunShape(
         capacity_bytes=cap,
         image_tokens_per_prompt=image_tokens,
         prompt_len=prompt,
         seq_len=seq,
-        completion_len=spec.lengths.max_completion_tokens,
+        completion_len=data.completion_tokens,
         train_sequences=spec.batch.micro_batch_size,
         logprob_sequences=spec.logprob_micro_batch_size,
-        generation_sequences_per_gpu=math.ceil(generated * spec.batch.oversample_factor),
+        generation_sequences_per_gpu=generation,
         reuses_rollout=spec.steps_per_generation > spec.batch.gradient_accumulation_steps,
         vllm_max_num_batched_tokens=ro.max_num_batched_tokens or V.default_max_num_batched_tokens(cap, is_a100),
         vllm_max_num_seqs=ro.max_num_seqs or V.default_max_num_seqs(cap, is_a100),
-        vllm_max_model_len=ro.max_model_len or seq,
+        vllm_max_model_len=ro.max_model_len or limit_seq,
+        lengths=data,
+        train_batch=train,
+        logprob_batch=logprob,
+        worst=worst,
     )

@@ -1,8 +1,8 @@
 """Vision-tower terms of a plan: the spec's image limits turned into tokens and bytes.
 
-Every image is planned at the worst case the declared limits allow (`vision.max_pixels`,
-`vision.max_tiles`): one long sample or one large image can crash a step after several good
-ones. Text-only models (no `vision` in their config) and prompts without images contribute
+Images in the training and log-prob batches have the area and count of the planned batch
+(`RunShape.lengths`): the worst case the declared limits allow (`vision.max_pixels`,
+`vision.max_tiles`) unless a typical batch is planned; vLLM's profile always uses the limits. Text-only models (no `vision` in their config) and prompts without images contribute
 zero. The tower trains only in full fine-tuning with `vision.freeze_tower` false; otherwise it
 runs without saving activations (nothing in it needs gradients) and its no-grad peak counts.
 """
@@ -20,10 +20,13 @@ if TYPE_CHECKING:
     from .shape import RunShape
 
 
-def _limits(spec: RunSpec) -> dict[str, int]:
+def _limits(spec: RunSpec, pixels: int | None = None) -> dict[str, int]:
+    """The processor's resize limits; ``pixels`` (an image area within them) replaces
+    max_pixels to size an image of that area instead of the largest allowed."""
     v = spec.vision
+    largest = v.max_pixels or C.QWEN_VL_MAX_PIXELS
     return {
-        "max_pixels": v.max_pixels or C.QWEN_VL_MAX_PIXELS,
+        "max_pixels": min(pixels, largest) if pixels is not None else largest,
         "min_pixels": v.min_pixels or C.QWEN_VL_MIN_PIXELS,
         "max_tiles": v.max_tiles,
     }
@@ -35,13 +38,18 @@ def has_images(spec: RunSpec, arch: ModelArch) -> bool:
 
 def image_tokens_per_prompt(spec: RunSpec, arch: ModelArch) -> int:
     """LLM tokens the images of one prompt add, worst case."""
+    return image_tokens(spec, arch, None, spec.vision.images_per_prompt)
+
+
+def image_tokens(spec: RunSpec, arch: ModelArch, pixels: int | None, images_per_prompt: int) -> int:
+    """LLM tokens of ``images_per_prompt`` images of ``pixels`` area (None: max_pixels)."""
     if not has_images(spec, arch):
         return 0
-    return spec.vision.images_per_prompt * VZ.max_image_tokens(arch.vision, **_limits(spec))
+    return images_per_prompt * VZ.max_image_tokens(arch.vision, **_limits(spec, pixels))
 
 
-def _patches(spec: RunSpec, arch: ModelArch) -> int:
-    return VZ.max_image_patches(arch.vision, **_limits(spec))
+def _patches(spec: RunSpec, arch: ModelArch, pixels: int | None = None) -> int:
+    return VZ.max_image_patches(arch.vision, **_limits(spec, pixels))
 
 
 def tower_trains(spec: RunSpec) -> bool:
@@ -61,9 +69,10 @@ def inference_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequenc
     HF generate's prefill)."""
     if not has_images(spec, arch):
         return 0
-    images = num_sequences * spec.vision.images_per_prompt
+    images = num_sequences * shape.lengths.images_per_prompt
     return VZ.vision_inference_peak_bytes(
-        arch.vision, _patches(spec, arch), images, spec.attention, dense_mask=spec.vision.dense_attention_mask
+        arch.vision, _patches(spec, arch, shape.lengths.image_pixels), images, spec.attention,
+        dense_mask=spec.vision.dense_attention_mask,
     )
 
 
@@ -72,7 +81,8 @@ def training_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequence
     activations and the projector's when it trains, else its no-grad forward peak."""
     if not has_images(spec, arch):
         return 0
-    v, images, patches = arch.vision, num_sequences * spec.vision.images_per_prompt, _patches(spec, arch)
+    v, images = arch.vision, num_sequences * shape.lengths.images_per_prompt
+    patches = _patches(spec, arch, shape.lengths.image_pixels)
     if not tower_trains(spec):
         return inference_bytes(spec, shape, arch, num_sequences)
     saved = VZ.vision_training_saved_bytes(

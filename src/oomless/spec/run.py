@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .base import Frozen as _Frozen
+from .percentiles import Percentiles, check_percentiles
 from .sections import ExtraModel, Placement, RewardModel, Schedule, Vision
 from .train_section import TrainSection
 
@@ -143,15 +144,27 @@ class Batch(_Frozen):
     )
     max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
         None,
-        description="Token budget of one training micro-batch per GPU: sequences are packed up to this many "
-        "tokens (verl `use_dynamic_bsz` + `ppo_max_token_len_per_gpu`, EasyR1 `dynamic_batching`, OpenRLHF "
-        "`--max_tokens_per_gpu`). Default none: micro-batches are counted in sequences.",
+        description="Token budget of one training micro-batch per GPU: the sequences of a step are split into "
+        "ceil(tokens / budget) balanced micro-batches (verl `use_dynamic_bsz` + `ppo_max_token_len_per_gpu`, EasyR1 "
+        "`dynamic_batching`, OpenRLHF `--max_tokens_per_gpu`); one can exceed the budget by less than one sequence. "
+        "With a budget, micro_batch_size × gradient_accumulation_steps is read as the sequences per GPU per "
+        "optimizer step. Default none: micro-batches are counted in sequences.",
     )
     logprob_max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
         None,
         description="Token budget of one no-grad log-prob micro-batch per GPU (verl "
         "`log_prob_max_token_len_per_gpu`, `ref.log_prob_max_token_len_per_gpu`). Default: max_tokens_per_gpu.",
     )
+    token_budget_balance: Literal["tokens", "workload"] = Field(
+        "tokens",
+        description="What a token budget's micro-batches are balanced on: `tokens` (Karmarkar-Karp on token counts: "
+        "EasyR1, OpenRLHF, verl before PR #3605) or `workload` (24576·s + s² per sequence: verl >= 0.6, "
+        "`calculate_workload`), which lets a micro-batch of short sequences hold more tokens. Default tokens.",
+    )
+
+    @property
+    def logprob_token_budget(self) -> int | None:
+        return self.logprob_max_tokens_per_gpu or self.max_tokens_per_gpu
 
 
 class Lengths(_Frozen):
@@ -175,6 +188,16 @@ class Lengths(_Frozen):
         description="Share of completions that reach max_completion_tokens (TRL `completions/clipped_ratio`, verl "
         "`response_length/clip_ratio`). Default: unknown, so a batch at the limit is assumed to occur.",
     )
+    prompt_percentiles: Percentiles | None = Field(
+        None,
+        description="Prompt lengths at percentiles of the dataset, e.g. {90: 700, 99: 1000} (percentile in (0, 100) → "
+        "tokens). With the typical length (p50) they bound the chance per step of a batch above a length. Default none.",
+    )
+    completion_percentiles: Percentiles | None = Field(
+        None,
+        description="Completion lengths at percentiles of the run's completions, e.g. {90: 900, 99: 2000} (verl "
+        "`response_length/*`, TRL `completions/*_length`). Default none.",
+    )
 
     @model_validator(mode="after")
     def _typical_within_limits(self) -> Lengths:
@@ -182,6 +205,15 @@ class Lengths(_Frozen):
             typical, limit = getattr(self, f"typical_{kind}_tokens"), getattr(self, f"max_{kind}_tokens")
             if typical is not None and typical > limit:
                 raise ValueError(f"typical_{kind}_tokens={typical} exceeds max_{kind}_tokens={limit}")
+            check_percentiles(f"{kind}_percentiles", getattr(self, f"{kind}_percentiles"), typical, limit)
+        q = self.completion_clip_fraction
+        if q is not None:
+            below = [k for k, v in (self.completion_percentiles or {}).items() if v < self.max_completion_tokens]
+            if below and max(below) / 100 > 1 - q:
+                raise ValueError(
+                    f"completion_percentiles put {max(below):g} % below max_completion_tokens, but "
+                    f"completion_clip_fraction={q} puts {100 * q:g} % at it"
+                )
         return self
 
     @property
@@ -212,6 +244,17 @@ class Rollout(_Frozen):
         None, description="vLLM max_model_len. Default: max_prompt_tokens + max_completion_tokens."
     )
     enforce_eager: bool = Field(False, description="No CUDA graphs. Default false.")
+    vllm_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}([a-z0-9.+-]*)$", max_length=40)] | None = Field(
+        None,
+        description="vLLM version the framework runs (e.g. 0.7.3): selects version-dependent behaviour, such as the "
+        "V0 engine of 0.7.x keeping every finished n > 1 request (vllm#14353). Default unknown: none applied.",
+    )
+    samples_per_request: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="SamplingParams n of one prompt's request to vLLM: EasyR1/verl `rollout.n`, TRL server mode "
+        "num_generations; 1 where prompts are repeated instead (TRL colocate, ms-swift without TP). "
+        "Default: num_generations.",
+    )
     cuda_graphs_in_budget: bool = Field(
         True,
         description="CUDA graphs are profiled inside gpu_memory_utilization (vLLM >= 0.21); false for older "
@@ -246,6 +289,13 @@ class Rollout(_Frozen):
         False,
         description="The engine is created before the training models are loaded (ORZ, OpenRLHF create vLLM "
         "engines first); false: after from_pretrained and before deepspeed.initialize (TRL, ms-swift). Default false.",
+    )
+    recompute_old_logprobs: bool | None = Field(
+        None,
+        description="The trainer recomputes the rollout's log-probs with its own weights in a no-grad pass "
+        "before training, even with beta 0 and one optimizer step per rollout: TRL >= 0.22 with vLLM "
+        "(`vllm_importance_sampling_correction`, default true: trl PR #3867), verl and OpenRLHF (always). "
+        "Default: only when the loss needs them (rollout reused over steps, PPO, LoRA reference).",
     )
     offload_model: bool = Field(False, description="Move training (and reference) weights to CPU during rollout (ms-swift). Default false.")
     offload_optimizer: bool = Field(False, description="Move optimizer states to CPU during rollout (ms-swift). Default false.")

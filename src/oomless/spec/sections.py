@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 
 from .base import Frozen
 from .enums import Role
+from .percentiles import Percentiles, check_percentiles
 
 
 class Vision(Frozen):
@@ -45,6 +46,10 @@ class Vision(Frozen):
     typical_images_per_prompt: Annotated[int, Field(ge=0)] | None = Field(
         None, description="Median images per prompt. Default: images_per_prompt."
     )
+    pixels_percentiles: Percentiles | None = Field(
+        None,
+        description="Image areas after resize at percentiles of the dataset, e.g. {90: 800000, 99: 2000000}. Default none.",
+    )
 
     @model_validator(mode="after")
     def _typical_within_limits(self) -> Vision:
@@ -54,6 +59,7 @@ class Vision(Frozen):
             )
         if self.typical_pixels is not None and self.max_pixels is not None and self.typical_pixels > self.max_pixels:
             raise ValueError(f"typical_pixels={self.typical_pixels} exceeds max_pixels={self.max_pixels}")
+        check_percentiles("pixels_percentiles", self.pixels_percentiles, self.typical_pixels, self.max_pixels)
         return self
 
 

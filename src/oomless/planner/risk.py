@@ -1,0 +1,166 @@
+"""Typical batches and the chance of the worst: what the run's data makes of the limits.
+
+The limits (`lengths.max_*`, `vision.max_pixels`, `vision.images_per_prompt`) bound the worst
+batch; the data's distribution says how often batches come near it. A distribution is given
+as points of its cumulative distribution function (CDF): percentiles, the median (`typical_*`),
+the share of completions cut at the limit (`completion_clip_fraction`), and the limit itself
+(P(X ≤ max) = 1). Between points nothing is assumed: the CDF is bounded from below by the
+step through the points (F̲(x) = the largest level whose value is ≤ x), so every chance here
+is an upper bound on the chance of an oversized batch, given the points.
+
+Chance per step. A step trains N sequences (micro_batch_size × gradient_accumulation_steps ×
+data-parallel ranks). Let x be a point of lengths (prompt, completion, image area, images)
+such that the plan with every sequence at x fits; the memory of every phase rises with every
+length (padded rows reach their longest member, packed rows their sum), so a step whose
+sequences are all ≤ x in every dimension fits. Hence
+
+    P(step fits) ≥ max over fitting x of  Π_d F̲_d(x_d)^N,
+
+the product over dimensions d and sequences assuming the lengths independent or positively
+associated (sequences of one prompt, long prompts with long answers): for associated
+variables P(all ≤ x) ≥ Π P(each ≤ x) (Harris-FKG inequality; Esary, Proschan & Walkup 1967),
+so the bound holds for them too. Assumes: the step's sequences are drawn alike, step after
+step (no growth of lengths over training: that is the step timeline's business).
+
+The expected step of the first oversized batch is 1/p (geometric distribution), and over a
+run of S steps (`schedule.max_steps`) P(run meets one) = 1 − (1 − p)^S.
+
+Token budgets: the parts of a budget exceed it only through the partition of a whole step
+(`batches.max_budget_micro_batch_tokens`); that chance is not estimated, so when the worst
+packing does not fit it is assumed to occur.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..catalog.models import ModelArch
+from ..memory import constants as C
+from ..spec.run import RunSpec
+from . import vision_terms as VT
+from .batches import DataLengths
+
+ACCEPTED_RUN_FAILURE_PROBABILITY = 0.05
+"""Policy, not a measurement: `fits` stays true when the worst batch does not fit only if the
+chance that the whole run meets an oversized batch is below 5 % (the conventional 95 % level).
+Nothing is fitted to it; the chance itself is always reported."""
+MEDIAN_LEVEL = 0.5
+MAX_RISK_PLANS = 64
+"""Plans evaluated to find the most probable fitting point; beyond it the chance is not estimated."""
+
+
+@dataclass(frozen=True)
+class Knots:
+    """Points (value, F̲(value)) of a lower bound on a CDF, rising in both."""
+
+    points: tuple[tuple[int, float], ...]
+
+    def level(self, x: int) -> float:
+        return max((lvl for v, lvl in self.points if v <= x), default=0.0)
+
+    def median_of_longest(self, members: int) -> int:
+        """The smallest point v with F̲(v)^members ≥ 1/2: the median of the longest of
+        ``members`` independent draws is at most v."""
+        return next(v for v, lvl in self.points if lvl**members >= MEDIAN_LEVEL)
+
+
+def knots(limit: int, median: int | None, percentiles: dict[int, int] | None, extra: tuple[tuple[int, float], ...] = ()) -> Knots:
+    """The known CDF points of one quantity bounded by ``limit``, in rising order."""
+    pts = {limit: 1.0}
+    given = [(v, k / 100) for k, v in (percentiles or {}).items()] + list(extra)
+    if median is not None:
+        given.append((median, MEDIAN_LEVEL))
+    for v, lvl in given:
+        pts[v] = max(pts.get(v, 0.0), lvl)
+    ordered, best = [], 0.0
+    for v in sorted(pts):
+        best = max(best, pts[v])
+        ordered.append((v, best))
+    return Knots(tuple(ordered))
+
+
+def length_knots(spec: RunSpec, arch: ModelArch) -> dict[str, Knots]:
+    """Knots per dimension: prompt text, completion (with the clip fraction: P(C < max) = 1 − q),
+    image area and images per prompt (vision models with images only)."""
+    ln, v = spec.lengths, spec.vision
+    clip = ((ln.max_completion_tokens - 1, 1 - ln.completion_clip_fraction),) if ln.completion_clip_fraction is not None else ()
+    out = {
+        "prompt": knots(ln.max_prompt_tokens, ln.typical_prompt_tokens, ln.prompt_percentiles),
+        "completion": knots(ln.max_completion_tokens, ln.typical_completion_tokens, ln.completion_percentiles, clip),
+    }
+    if VT.has_images(spec, arch):
+        out["pixels"] = knots(v.max_pixels or C.QWEN_VL_MAX_PIXELS, v.typical_pixels, v.pixels_percentiles)
+        out["images"] = knots(v.images_per_prompt, v.typical_images_per_prompt, None)
+    return out
+
+
+def lengths_at(spec: RunSpec, point: dict[str, int]) -> DataLengths:
+    pixels = point.get("pixels")
+    limit = spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS
+    return DataLengths(
+        point["prompt"], point["completion"], None if pixels is None or pixels >= limit else pixels,
+        point.get("images", spec.vision.images_per_prompt),
+    )
+
+
+def typical_lengths(spec: RunSpec, arch: ModelArch, members: int) -> DataLengths:
+    """Every sequence at the median of the longest of ``members`` (a padded micro-batch reaches
+    its longest member; a packed one is at most members × the longest)."""
+    return lengths_at(spec, {d: k.median_of_longest(members) for d, k in length_knots(spec, arch).items()})
+
+
+@dataclass(frozen=True)
+class BatchRisk:
+    """How likely the worst batches are, per step and over the run."""
+
+    sequences_per_step: int
+    per_step: float | None
+    """Upper bound on the chance that a step holds a batch that does not fit; None: not estimated."""
+    fitting_lengths: DataLengths | None
+    """The lengths whose bound gave ``per_step``: every sequence up to them fits."""
+    steps: int | None
+    per_run: float | None
+    expected_first_failing_step: float | None
+    note: str
+
+    @property
+    def accepted(self) -> bool:
+        return self.per_run is not None and self.per_run < ACCEPTED_RUN_FAILURE_PROBABILITY
+
+
+def _over_run(per_step: float, steps: int | None) -> tuple[float | None, float | None]:
+    first = 1 / per_step if per_step > 0 else None
+    if steps is None:
+        return None, first
+    return 1 - (1 - per_step) ** steps, first
+
+
+def batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int, fits_at: Callable[[DataLengths], bool]) -> BatchRisk:
+    """The chance per step of a batch that does not fit, from the distribution's knots
+    (module docstring); ``fits_at(lengths)`` plans every sequence at ``lengths``."""
+    steps = spec.schedule.max_steps
+    if spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None:
+        return BatchRisk(sequences_per_step, None, None, steps, None, None,
+                         "a token budget's parts exceed it through the partition of a whole step; not estimated")
+    dims = length_knots(spec, arch)
+    names = list(dims)
+    combos = []
+    for values in itertools.product(*(dims[n].points for n in names)):
+        chance = math.prod(lvl**sequences_per_step for _, lvl in values)
+        if chance > 0:
+            combos.append((chance, {n: v for n, (v, _) in zip(names, values)}))
+    combos.sort(key=lambda c: -c[0])
+    for chance, point in combos[:MAX_RISK_PLANS]:
+        lengths = lengths_at(spec, point)
+        if fits_at(lengths):
+            per_step = 1 - chance
+            per_run, first = _over_run(per_step, steps)
+            return BatchRisk(sequences_per_step, per_step, lengths, steps, per_run, first,
+                             "bound from the given percentiles; lengths independent or positively associated")
+    if len(combos) > MAX_RISK_PLANS:
+        return BatchRisk(sequences_per_step, None, None, steps, None, None, "too many percentile points; not estimated")
+    per_run, first = _over_run(1.0, steps)
+    return BatchRisk(sequences_per_step, 1.0, None, steps, per_run, first, "no given length point below the limits fits")
