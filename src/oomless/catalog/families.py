@@ -60,6 +60,9 @@ class FamilyTraits:
     """Config key of attention and MLP reading the same input (GPT-NeoX); "" = sequential,
     "*" = always parallel (Phi-2)."""
     opt_in_sliding: bool = False
+    hybrid_linear_attention: bool = False
+    """Gated DeltaNet ``linear_attn`` layers between gated full-attention layers whose q_proj
+    also emits an output gate (Qwen3.5, Qwen3-Next)."""
     experts_fused: bool = False
     gpt_oss: bool = False
     defaults: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +84,10 @@ _QWEN2 = FamilyTraits("qwen2/modeling_qwen2.py (q/k/v bias=True, o_proj bias=Fal
                       qkv_bias=True, o_bias=False, opt_in_sliding=True)
 _QWEN3 = FamilyTraits("qwen3/modeling_qwen3.py (q_norm/k_norm RMSNorm(head_dim))",
                       qk_norm="head", opt_in_sliding=True)
+_QWEN3_5 = FamilyTraits(
+    "qwen3_5/modeling_qwen3_5.py, configuration_qwen3_5.py (Qwen3_5GatedDeltaNet linear_attn; "
+    "full-attention q_proj of width 2·a·d carrying the output gate; full_attention_interval=4)",
+    qk_norm="head", hybrid_linear_attention=True, defaults={"full_attention_interval": 4})
 _GEMMA3 = FamilyTraits(
     "gemma3/modeling_gemma3.py, configuration_gemma3.py (Gemma3TextConfig defaults)",
     layer_norms=SANDWICH_NORMS, qk_norm="head", tied_default=True,
@@ -116,6 +123,12 @@ FAMILIES: dict[str, FamilyTraits] = {
                              opt_in_sliding=False),
     "qwen3_vl_moe_text": replace(_QWEN3, source="qwen3_vl_moe/modeling_qwen3_vl_moe.py",
                                  opt_in_sliding=False),
+    "qwen3_5_text": _QWEN3_5,
+    "qwen3_5_moe_text": _QWEN3_5,
+    "qwen3_5": _QWEN3_5,
+    "qwen3_5_moe": _QWEN3_5,
+    "qwen3_next": replace(_QWEN3_5, source="qwen3_next/modeling_qwen3_next.py (as qwen3_5, "
+                          "in_proj_qkvz/in_proj_ba fused)"),
     "gemma": FamilyTraits("gemma/modeling_gemma.py (GemmaConfig ties embeddings)",
                           tied_default=True),
     "gemma2": FamilyTraits("gemma2/modeling_gemma2.py (Gemma2DecoderLayer: 4 RMSNorms)",

@@ -97,6 +97,15 @@ class ModelArch:
     """Attention and MLP read the same input (GPT-NeoX, Phi-2)."""
     partial_rotary_factor: float = 1.0
     """Share of head_dim that is rotated (GPT-NeoX 0.25, GLM/Phi-2 0.5); no parameters."""
+    num_linear_attention_layers: int = 0
+    """Gated DeltaNet layers (Qwen3.5/Qwen3-Next); the other layers use full attention."""
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 0
+    attention_output_gate: bool = False
+    """Full-attention q_proj emits a sigmoid gate as wide as the queries (Qwen3.5)."""
     warnings: tuple[str, ...] = ()
     """Assumptions made reading the config (unknown family, defaults taken): one line each,
     for the planner to show next to the plan."""
@@ -213,6 +222,17 @@ def _bias(text: dict[str, Any], fixed: bool | None, key: str) -> bool:
     return fixed if fixed is not None else bool(text.get(key, False))
 
 
+def _tied(config: dict[str, Any], text: dict[str, Any], traits: FamilyTraits) -> bool:
+    """``tie_word_embeddings``: a ``text_config`` model ties by the top-level key when it has
+    one (transformers 5 reads ``model.config.tie_word_embeddings``, modeling_utils.py
+    ``tie_weights``); InternVL's remote ``llm_config`` builds its own CausalLM and ties by it.
+    """
+    top = config.get("tie_word_embeddings")
+    if isinstance(config.get("text_config"), dict) and top is not None:
+        return bool(top)
+    return bool(text.get("tie_word_embeddings", traits.tied_default))
+
+
 def _head_dim(text: dict[str, Any], traits: FamilyTraits, hidden: int, heads: int) -> int:
     if config_int(text, "kv_lora_rank"):
         return config_int(text, "qk_nope_head_dim") + config_int(text, "qk_rope_head_dim")
@@ -245,6 +265,26 @@ def _mla_fields(text: dict[str, Any]) -> dict[str, Any]:
         "qk_nope_head_dim": config_int(text, "qk_nope_head_dim"),
         "v_head_dim": config_int(text, "v_head_dim"),
     }
+
+
+LINEAR_ATTENTION = "linear_attention"
+
+
+def _linear_attention_fields(text: dict[str, Any], num_layers: int,
+                             traits: FamilyTraits) -> dict[str, Any]:
+    """Gated DeltaNet dimensions and how many layers use it (``layer_types``, else every
+    layer but each ``full_attention_interval``-th). Source: qwen3_5/configuration_qwen3_5.py."""
+    if not traits.hybrid_linear_attention:
+        return {}
+    if isinstance(text.get("layer_types"), list):
+        num_linear = sum(1 for t in text["layer_types"] if t == LINEAR_ATTENTION)
+    else:
+        interval = config_int(text, "full_attention_interval", 4)
+        num_linear = sum(1 for i in range(num_layers) if (i + 1) % interval)
+    keys = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+            "linear_value_head_dim", "linear_conv_kernel_dim")
+    return {"num_linear_attention_layers": num_linear, "attention_output_gate": True,
+            **{k: _require(text, k, str(text.get("model_type")), traits) for k in keys}}
 
 
 def _layout_fields(text: dict[str, Any], traits: FamilyTraits) -> dict[str, Any]:
@@ -287,13 +327,18 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
     num_layers = _require(text, "num_hidden_layers", name, traits)
     heads = _require(text, "num_attention_heads", name, traits)
     vocab = _require(text, "vocab_size", name, traits)
-    intermediate = _require(text, "intermediate_size", name, traits)
+    moe = _moe_fields(text, num_layers, 0)
+    if moe["num_experts"] and not moe["num_dense_layers"] and text.get("intermediate_size") is None:
+        intermediate = 0  # every layer is MoE (Qwen3.5-MoE files carry no dense width)
+        _require(text, "moe_intermediate_size", name, traits)
+    else:
+        intermediate = _require(text, "intermediate_size", name, traits)
     notes: tuple[str, ...] = ()
     max_pos = _get(text, "max_position_embeddings", traits)
     if max_pos is None:
         notes += (f"config of {name!r} has no 'max_position_embeddings'; context length "
                   "not checked against it",)
-    tied = bool(text.get("tie_word_embeddings", traits.tied_default))
+    tied = _tied(config, text, traits)
     layout = _layout_fields(text, traits)
     if known is None:
         notes = (assumed_traits_warning(family, layout["qkv_bias"], tied), *notes)
@@ -316,6 +361,7 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         sliding_window=window,
         num_sliding_window_layers=num_sliding,
         **_moe_fields(text, num_layers, intermediate),
+        **_linear_attention_fields(text, num_layers, traits),
         **_mla_fields(text),
         **layout,
         vision=vision_from_config(config, hidden),

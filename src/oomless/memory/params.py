@@ -13,7 +13,11 @@ a = attention heads, k = kv heads, d = head_dim, E = routed experts, E_k = exper
 Known limitations: buffers are not parameters and are not counted (rotary ``inv_freq``,
 DeepSeek-V3's ``e_score_correction_bias`` which transformers registers as a buffer); the
 DeepSeek-V3 multi-token-prediction module (``num_nextn_predict_layers``) is not loaded by
-transformers and is not counted; for the vision towers see ``vision_params``.
+transformers and is not counted (nor Qwen3.5's ``mtp_num_hidden_layers``); for the vision
+towers see ``vision_params``. Hybrid models (Qwen3.5: Gated DeltaNet + full attention) are
+counted exactly in total, but ``decoder_layer_tensors``/``num_parameters_per_decoder_layer``
+describe a full-attention layer, so per-layer consumers (FSDP units, LoRA targets) see every
+layer as one (linear_attn layers differ by a few percent).
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ def attention_linear_shapes(arch: ModelArch) -> tuple[LinearShape, ...]:
             LinearShape("o_proj", a * arch.v_head_dim, h, bias),
         )
     q_width, kv_width = a * arch.head_dim, arch.num_kv_heads * arch.head_dim
+    if arch.attention_output_gate:  # Qwen3.5: q_proj emits queries and their gate
+        q_name, k_name, v_name, o_name = arch.attention_names
+        return (LinearShape(q_name, h, 2 * q_width, arch.qkv_bias),
+                LinearShape(k_name, h, kv_width, arch.qkv_bias),
+                LinearShape(v_name, h, kv_width, arch.qkv_bias),
+                LinearShape(o_name, q_width, h, arch.o_bias))
     if arch.fused_qkv:  # Phi-3 qkv_proj, GPT-NeoX/ChatGLM query_key_value, InternLM2 wqkv
         qkv_name, o_name = arch.attention_names
         return (LinearShape(qkv_name, h, q_width + 2 * kv_width, arch.qkv_bias),
@@ -208,6 +218,40 @@ def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[Param
     return out
 
 
+LINEAR_ATTENTION_MODULE = "linear_attn"
+
+
+def linear_attention_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
+    """One Gated DeltaNet block ``linear_attn`` (0 for models without one).
+
+    K = nk·dk, Vw = nv·dv: in_proj_qkv h→(2K + Vw), in_proj_z h→Vw, in_proj_b and in_proj_a
+    h→nv, depthwise conv1d (2K + Vw)·kernel (no bias), dt_bias and A_log (nv each), gated
+    RMSNorm(dv), out_proj Vw→h; no biases. Source: qwen3_5/modeling_qwen3_5.py
+    (Qwen3_5GatedDeltaNet); Qwen3-Next fuses the same weights as in_proj_qkvz/in_proj_ba.
+    """
+    if not arch.num_linear_attention_layers:
+        return ()
+    h, nv = arch.hidden_size, arch.linear_num_value_heads
+    key = arch.linear_num_key_heads * arch.linear_key_head_dim
+    value = nv * arch.linear_value_head_dim
+    m = f"{LINEAR_ATTENTION_MODULE}."
+    shapes = (LinearShape("in_proj_qkv", h, 2 * key + value, False),
+              LinearShape("in_proj_z", h, value, False),
+              LinearShape("in_proj_b", h, nv, False), LinearShape("in_proj_a", h, nv, False),
+              LinearShape("out_proj", value, h, False))
+    out = tuple(t for s in shapes for t in linear_tensors(m, s, False))
+    return out + (
+        ParamTensor(f"{m}conv1d", "weight", (2 * key + value) * arch.linear_conv_kernel_dim, 1),
+        ParamTensor(LINEAR_ATTENTION_MODULE, "dt_bias", nv, 1),
+        ParamTensor(LINEAR_ATTENTION_MODULE, "A_log", nv, 1),
+        ParamTensor(f"{m}norm", "weight", arch.linear_value_head_dim, 1),
+    )
+
+
+def _is_attention(arch: ModelArch, t: ParamTensor) -> bool:
+    return t.module == arch.attention_module or t.module.startswith(f"{arch.attention_module}.")
+
+
 def num_parameters_per_decoder_layer(arch: ModelArch, layer_kind: LayerKind) -> int:
     """All parameters of one decoder layer of ``layer_kind`` (an FSDP wrap unit).
 
@@ -222,7 +266,15 @@ def num_decoder_layer_parameters(arch: ModelArch) -> int:
     Dense Llama-style layer: h·(a·d) + 2·h·(k·d) + (a·d)·h [+ biases] + 3·h·I + 2·h.
     Source/Assumes: ``decoder_layer_tensors``.
     """
-    return sum(n * num_parameters_per_decoder_layer(arch, kind) for kind, n in layer_kinds(arch))
+    full = sum(n * num_parameters_per_decoder_layer(arch, kind) for kind, n in layer_kinds(arch))
+    return full + arch.num_linear_attention_layers * _linear_minus_full_attention(arch)
+
+
+def _linear_minus_full_attention(arch: ModelArch) -> int:
+    """Parameters a Gated DeltaNet layer has beyond a full-attention one (may be negative)."""
+    full = sum(t.numel * t.count for t in decoder_layer_tensors(arch, "dense")
+               if _is_attention(arch, t))
+    return num_tensor_parameters(linear_attention_tensors(arch)) - full
 
 
 # --- embeddings and totals -----------------------------------------------------------------
@@ -275,9 +327,20 @@ def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
     h = arch.hidden_size
     out: tuple[ParamTensor, ...] = (
         ParamTensor("model.embed_tokens", "weight", num_embedding_parameters(arch), 1),)
+    num_full = arch.num_layers - arch.num_linear_attention_layers
     for kind, n in layer_kinds(arch):
-        out += tuple(ParamTensor(f"model.layers.{kind}.{t.module}", t.name, t.numel, t.count * n)
-                     for t in decoder_layer_tensors(arch, kind))
+        for t in decoder_layer_tensors(arch, kind):
+            # hybrids: attention counted once below for the full-attention layers only
+            if arch.num_linear_attention_layers and _is_attention(arch, t):
+                continue
+            out += (ParamTensor(f"model.layers.{kind}.{t.module}", t.name, t.numel, t.count * n),)
+    if arch.num_linear_attention_layers:
+        out += tuple(ParamTensor(f"model.layers.full_attention.{t.module}", t.name, t.numel,
+                                 t.count * num_full)
+                     for t in decoder_layer_tensors(arch, "dense") if _is_attention(arch, t))
+        out += tuple(ParamTensor(f"model.layers.linear_attention.{t.module}", t.name, t.numel,
+                                 t.count * arch.num_linear_attention_layers)
+                     for t in linear_attention_tensors(arch))
     out += _norm_tensors("model.norm", h, arch.norm_type)
     if not arch.tie_word_embeddings:
         out += (ParamTensor("lm_head", "weight", arch.vocab_size * h, 1),)
