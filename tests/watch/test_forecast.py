@@ -57,8 +57,10 @@ def test_no_trend_no_warning(peaks: list[tuple[int, int]]) -> None:
     ("[oomless] step 3 phase rollout", 3, None, "rollout"),
     (" 12%|██        | 12/100 [00:30<03:40,  2.50s/it]", 13, 100, None),
     ("Train:  50%|█████     | 50/100 [01:00<01:00,  1.2s/it]", 51, 100, None),
-    ("step:7 - actor/pg_loss:0.1 - critic/score/mean:0.5", 7, None, None),
-    ("{'loss': 0.1, 'global_step': 40}", 40, None, None),
+    ("step:7 - actor/pg_loss:0.1 - critic/score/mean:0.5", 8, None, None),  # printed after step 7
+    ("{'loss': 0.1, 'global_step': 40}", 41, None, None),
+    ("(WorkerDict pid=9) Before update_policy, memory allocated (GB): 12.5", None, None, "train"),
+    ("Before generate_sequences, memory allocated (GB): 3.1", None, None, "rollout"),
     ("Step: 9/300 loss=0.2", 9, 300, None),
     ("step 4", 4, None, None),
     ("Processed prompts: 100%|██████████| 64/64 [00:03<00:00]", None, None, "rollout"),

@@ -3,6 +3,7 @@
 Examples:
     oomless watch -- python train.py --config x.yaml
     oomless watch --spec run.yaml -- accelerate launch train_grpo.py
+    oomless watch --from verl run.sh --gpu H100-80GB -- bash run.sh
     oomless watch --host-limit 60 --on-risk checkpoint -- swift rlhf ...
     oomless watch --pid 12345 --log train.log
 
@@ -13,6 +14,7 @@ exist, a PID that is gone), 3 for an internal error.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional, Tuple
 
 import typer
 
@@ -21,8 +23,11 @@ CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 def watch_command(
     ctx: typer.Context,
-    spec: Path = typer.Option(None, "--spec", help="Run spec (YAML) to compare phases with, or a framework config with --from."),
-    from_framework: str = typer.Option(None, "--from", help="Read --spec as this framework's config."),
+    spec: Path = typer.Option(None, "--spec", help="Run spec (YAML) whose plan each phase is compared with."),
+    from_native: Optional[Tuple[str, Path]] = typer.Option(
+        None, "--from", metavar="FRAMEWORK CONFIG",
+        help="The job's framework config instead of a spec: swift, trl, verl, easyr1, openrlhf, orz, vlmr1, then the file.",
+    ),
     gpu: str = typer.Option(None, "--gpu", help="GPU type when the framework config does not say (with --from)."),
     pid: int = typer.Option(None, "--pid", help="Attach to a running process (and its children) instead of starting COMMAND."),
     log: Path = typer.Option(None, "--log", help="With --pid: the job's log file, followed for step and phase lines."),
@@ -48,7 +53,10 @@ def watch_command(
             raise InputError("COMMAND", "give the job to run after `--` (oomless watch -- python train.py), or --pid")
         if pid is not None and command:
             raise InputError("--pid", "give either --pid or a COMMAND, not both")
-        options = _options(spec, from_framework, gpu, interval, host_limit, gpu_limit, ray_threshold, steps, on_risk, out, pss)
+        if spec is not None and from_native and from_native[0] is not None:
+            raise InputError("--spec/--from", "give one of them, not both")
+        source = (from_native[1], from_native[0]) if from_native and from_native[0] is not None else (spec, None)
+        options = _options(source[0], source[1], gpu, interval, host_limit, gpu_limit, ray_threshold, steps, on_risk, out, pss)
         say = lambda line: typer.echo(line, err=True)  # noqa: E731
         from ..watch.session import attach, run_job
 
@@ -66,6 +74,7 @@ def _options(spec, framework, gpu, interval, host_limit, gpu_limit, ray_threshol
     from ..watch.steps import Limit
 
     planned: dict[str, int] = {}
+    planned_host: dict[str, int] = {}
     last_step, uses_ray = steps, ray_threshold is not None
     if spec is not None:
         from ..adapters import HardwareFlags
@@ -76,6 +85,7 @@ def _options(spec, framework, gpu, interval, host_limit, gpu_limit, ray_threshol
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
         group = next((g for g in plan.devices if g.role == "train"), plan.devices[0])
         planned = {p.name: p.peak_bytes for p in group.phases}
+        planned_host = {p.name: p.peak_bytes for p in plan.host.phases}
         schedule = getattr(run.spec, "schedule", None)
         last_step = last_step or getattr(schedule, "max_steps", None)
         uses_ray = uses_ray or run.spec.ray.enabled
@@ -93,7 +103,7 @@ def _options(spec, framework, gpu, interval, host_limit, gpu_limit, ray_threshol
         out_dir=out, interval_s=interval,
         host_limit_bytes=gib_to_bytes(host_limit) if host_limit is not None else None,
         node_limit=node, gpu_limit_bytes=int(gpu_limit * GiB) if gpu_limit is not None else None,
-        last_step=last_step, on_risk=on_risk, pss=pss, planned=planned,
+        last_step=last_step, on_risk=on_risk, pss=pss, planned=planned, planned_host=planned_host,
     )
 
 

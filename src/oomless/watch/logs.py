@@ -9,7 +9,8 @@ Patterns, most specific first (the first that matches a line decides):
   the second number is the run's step count. Bars with another label (vLLM's
   `Processed prompts:`, `Loading checkpoint shards:`) are not steps;
 - verl's metrics line `step:12 - actor/...` (verl/trainer/ppo/ray_trainer.py logs
-  `step:{global_steps}`), OpenRLHF/HF logging dicts `'global_step': 12`;
+  `step:{global_steps}` through its console backend at the end of the step), OpenRLHF/HF
+  logging dicts `'global_step': 12`: these, like the bar, count finished steps;
 - any program's plain `step 12` / `Step: 12/300` / `step=12`.
 
 Phases (the planner's names) from the lines frameworks print when they enter one: vLLM's
@@ -17,6 +18,11 @@ Phases (the planner's names) from the lines frameworks print when they enter one
 `old_log_prob` → logprob; `update_actor`, `update_policy`, `backward` → train;
 `Saving model checkpoint`, `save_checkpoint` → save; `sync_weights`, `_move_model_to_vllm` →
 weight_sync. A phase lasts until the next phase or step line.
+
+verl has no trainer callback or hook (checked at volcengine/verl b178a3c, 2026-01: `RayPPOTrainer.fit`
+is one loop; its phases are `marked_timer` blocks that print nothing); its workers' memory lines
+(`GPUMemoryLogger`, "Before update_policy, memory allocated (GB): ...", printed with
+`VERL_LOGGING_LEVEL=DEBUG`) name the phase, and the console logger's `step:N` lines the step.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ _STEP_PATTERNS = (
     re.compile(r"'global_step':\s*(\d+)"),
     re.compile(r"(?i)(?<![\w/])(?:global[_ ])?step\b\s*[:=#]?\s*(\d+)(?:\s*/\s*(\d+))?"),
 )
+AFTER_THE_STEP = (0, 1, 2)
+"""Patterns printed when a step has finished (a tqdm bar's count; verl's metrics line, logged
+after `global_steps` work and before it is incremented; the HF logging dict)."""
 _PHASES = (
     ("save", re.compile(r"Saving model checkpoint|save_checkpoint|Saving checkpoint|saving checkpoint")),
     ("weight_sync", re.compile(r"_move_model_to_vllm|sync_weights|update_weights|broadcast_to_vllm")),
@@ -63,8 +72,8 @@ def read_line(line: str) -> LineEvent | None:
             groups = m.groups()
             total = int(groups[1]) if len(groups) > 1 and groups[1] else None
             step = int(groups[0])
-            if index == 0 and (total is None or step < total):
-                step += 1  # a tqdm bar counts finished steps: the one running is the next
+            if index in AFTER_THE_STEP and (total is None or step < total):
+                step += 1  # counts finished steps: the one running is the next
             return LineEvent(step=step, total_steps=total)
     for phase, pattern in _PHASES:
         if pattern.search(text):

@@ -35,28 +35,45 @@ class Sample:
     """Per GPU: memory of the watched tree's processes; None where the driver does not say."""
 
 
+TREE_RESCAN_S = 5.0
+"""Seconds between listings of the watched tree's processes. Listing descendants reads the
+stat file of every process on the node (psutil builds the parent map from /proc), the largest
+cost of a sample; a process started since the last listing is counted from the next one."""
+
+
 class HostProbe:
-    def __init__(self, pid: int, pss: bool = False) -> None:
+    def __init__(self, pid: int, pss: bool = False, rescan_s: float = TREE_RESCAN_S) -> None:
         import psutil
 
         self._psutil = psutil
         self.root = psutil.Process(pid)
         self.pss = pss
+        self.rescan_s = rescan_s
+        self._tree: dict[int, object] = {pid: self.root}
+        self._listed_at: float | None = None
+
+    def tree(self) -> list:
+        """The root and its descendants (psutil processes), listed at most every `rescan_s`."""
+        now = time.monotonic()
+        if self._listed_at is None or now - self._listed_at >= self.rescan_s:
+            self._listed_at = now
+            try:
+                children = self.root.children(recursive=True)
+            except self._psutil.Error:
+                children = []
+            self._tree = {self.root.pid: self.root, **{c.pid: self._tree.get(c.pid, c) for c in children}}
+        return list(self._tree.values())
 
     def tree_pids(self) -> list[int]:
-        try:
-            return [self.root.pid, *(c.pid for c in self.root.children(recursive=True))]
-        except self._psutil.Error:
-            return []
+        return [p.pid for p in self.tree()]
 
     def tree_bytes(self) -> int:
         total = 0
-        for pid in self.tree_pids():
+        for proc in self.tree():
             try:
-                proc = self._psutil.Process(pid)
                 total += proc.memory_full_info().pss if self.pss else proc.memory_info().rss
             except self._psutil.Error:
-                continue  # exited between listing and reading
+                continue  # exited since it was listed
         return total
 
     def node(self) -> tuple[int, int, int]:

@@ -53,6 +53,7 @@ class WatchOptions:
     on_risk: str | None = None
     pss: bool = False
     planned: dict[str, int] = field(default_factory=dict)
+    planned_host: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,7 +69,8 @@ class _Watch:
     def __init__(self, options: WatchOptions, sampler: Sampler, say: Callable[[str], None],
                  send: Callable[[signal.Signals], None]) -> None:
         self.o, self.sampler, self.say, self.send = options, sampler, say, send
-        self.book = StepBook(node_series=options.host_limit_bytes is None, planned=options.planned)
+        self.book = StepBook(node_series=options.host_limit_bytes is None, planned=options.planned,
+                             planned_host=options.planned_host)
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
         self.last_step = options.last_step
         self.warned: dict[str, int] = {}
@@ -76,6 +78,17 @@ class _Watch:
         self.crossings: list[Crossing] = []
         self.signalled = False
         self.path = options.out_dir / TELEMETRY_FILE
+
+    def announce(self, gpu_note: str) -> None:
+        """What is watched, against what: one line each."""
+        from ..units import format_bytes
+
+        self.say(f"[oomless watch] {gpu_note}")
+        host = self.host_limit()
+        if host is not None:
+            self.say(f"[oomless watch] {host.what} limit {format_bytes(host.limit_bytes)} ({host.source})")
+        if not self.o.planned and not self.o.planned_host:
+            self.say("[oomless watch] no --spec: measuring and forecasting, no plan to compare with")
 
     def host_limit(self) -> Limit | None:
         if self.o.host_limit_bytes is not None:
@@ -156,8 +169,8 @@ class _Watch:
         for r in records:
             planned = f" (plan {format_bytes(r['planned_bytes'])})" if r.get("planned_bytes") else ""
             parts.append(f"{r['phase']} {format_bytes(r['peak_bytes'])}{planned}")
-        host = self.book.host_peaks[-1][1] if self.book.host_peaks else 0
         label = "node" if self.book.node_series else "tree"
+        host = max((r["host_used_bytes"] if self.book.node_series else r["rss_bytes"]) or 0 for r in records)
         of = f"/{self.last_step}" if self.last_step else ""
         return f"[oomless watch] step {step}{of}: " + ", ".join(parts) + f"; host {label} {format_bytes(host)}"
 
@@ -203,7 +216,7 @@ def run_job(command: Sequence[str], options: WatchOptions, say: Callable[[str], 
             job.send_signal(sig)
 
     watch = _Watch(options, Sampler(HostProbe(job.pid, options.pss), gpu), say, send)
-    say(f"[oomless watch] {note}")
+    watch.announce(note)
     watch.book.add(watch.sampler.sample())  # before any line is read: the load phase has a sample
     options.out_dir.mkdir(parents=True, exist_ok=True)
     log = (options.out_dir / LOG_FILE).open("wb")
@@ -237,7 +250,7 @@ def attach(pid: int, log: Path | None, options: WatchOptions, say: Callable[[str
         raise InputError("--log", f"no such file: {log}")
     gpu, note = GpuProbe.open()
     watch = _Watch(options, Sampler(host, gpu), say, lambda sig: _kill(pid, sig))
-    say(f"[oomless watch] {note}")
+    watch.announce(note)
     follow = _Follower(log) if log is not None else None
     try:
         while _alive(host.root):

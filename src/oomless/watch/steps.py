@@ -48,6 +48,16 @@ class _PhaseAcc:
             self.gpu[i] = max(self.gpu[i], value)
 
 
+def planned_for(phase: str, planned: dict[str, int]) -> int | None:
+    """The plan's bytes for ``phase``; for a job whose log names no phase ("step"), the plan's
+    largest phase after loading."""
+    if phase in planned:
+        return planned[phase]
+    if phase == DEFAULT_PHASE:
+        return max((v for k, v in planned.items() if k != LOAD_PHASE), default=None)
+    return None
+
+
 def gpu_figures(sample: Sample) -> tuple[int, ...]:
     """Per GPU: the watched tree's memory where the driver reports it, else the device's used."""
     return tuple(mine if mine is not None else used for used, mine in zip(sample.gpu_used_bytes, sample.gpu_tree_bytes))
@@ -59,6 +69,8 @@ class StepBook:
     """Hold the node's used RAM (True) or the process tree's (False) against the host limit."""
     planned: dict[str, int] = field(default_factory=dict)
     """Planned bytes per phase on a training GPU, when a plan is known."""
+    planned_host: dict[str, int] = field(default_factory=dict)
+    """Planned host bytes per phase of a node (held against the watched tree: the job on this node)."""
     step: int = 0
     phase: str = LOAD_PHASE
     host_peaks: list[tuple[int, int]] = field(default_factory=list)
@@ -111,12 +123,12 @@ class StepBook:
 
     def _record(self, name: str, acc: _PhaseAcc) -> dict[str, Any]:
         on_gpu = bool(acc.gpu)
+        planned = planned_for(name, self.planned if on_gpu else self.planned_host)
         return {
             "step": self.step, "phase": name,
             "peak_bytes": max(acc.gpu) if on_gpu else acc.tree,
             "device": "cuda" if on_gpu else "host",
-            "planned_bytes": self.planned.get(name) if on_gpu else None,
-            "planned_total_bytes": self.planned.get(name) if on_gpu else None,
+            "planned_bytes": planned, "planned_total_bytes": planned,
             "rss_bytes": acc.tree, "host_used_bytes": acc.node_used, "host_available_bytes": acc.available,
             "gpu_peak_bytes": list(acc.gpu), "seconds": round(acc.seconds, 3),
         }
