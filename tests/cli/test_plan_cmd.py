@@ -105,11 +105,14 @@ def test_json_is_internally_consistent(runner: CliRunner, spec: Path) -> None:
     for c in constraints:
         assert c["margin_bytes"] == c["available_bytes"] - c["required_bytes"]
         assert c["ok"] == (c["margin_bytes"] >= 0)
-    assert doc["fits"] == all(c["ok"] for c in constraints)
+    assert doc["worst_case"]["fits"] == all(c["ok"] for c in constraints)
+    risk_accepted = doc["batch_risk"] is not None and doc["batch_risk"]["accepted"]
+    assert doc["fits"] == (doc["worst_case"]["fits"] or (doc["verdict"] == "fits_typical" and risk_accepted))
+    assert doc["verdict"] in ("fits", "fits_typical", "does_not_fit")
     assert doc["violations"] == [c for c in constraints if not c["ok"]]
     assert doc["binding"] in constraints
     assert doc["margin_bytes"] == doc["binding"]["margin_bytes"]
-    if doc["fits"]:
+    if doc["worst_case"]["fits"]:
         assert doc["binding"]["margin_bytes"] == min(c["margin_bytes"] for c in constraints)
 
 
@@ -137,3 +140,52 @@ def test_ignored_option_warns_on_stderr_and_in_json(runner: CliRunner, write_spe
         assert result.stderr.splitlines() == ["warning: finetune.lora_rank is ignored: finetune.method is full"]
     assert json.loads(as_json.stdout)["warnings"] == ["finetune.lora_rank is ignored: finetune.method is full"]
     assert plan_json(runner, QUICKSTART)["warnings"] == []
+
+
+# --- typical vs worst (issue 14) ------------------------------------------------------------
+
+RARE_TAIL = {
+    "model": "Qwen/Qwen2.5-7B-Instruct",
+    "hardware": {"gpu": "A100-80GB", "gpus_per_node": 8},
+    "attention": "flash_attention_2",
+    "batch": {"micro_batch_size": 3, "gradient_accumulation_steps": 1},
+    "lengths": {
+        "max_prompt_tokens": 1024, "max_completion_tokens": 32768, "typical_completion_tokens": 1500,
+        "completion_percentiles": {90: 4000, 99: 7000, 99.99: 9000}, "completion_clip_fraction": 1e-7,
+    },
+    "rollout": {"engine": "vllm_colocate", "gpu_memory_utilization": 0.3, "sleep_level": 1},
+}
+"""Padded 3 × 33,792 tokens do not fit an 80 GB card; 3 × 10,024 do. 24 sequences a step; a
+completion above 9,000 tokens has a chance of at most 1e-4 each."""
+
+
+@pytest.mark.parametrize(("steps", "code"), [(100, EXIT_DOES_NOT_FIT), (10, EXIT_FITS)])
+def test_fits_on_typical_batches_answers_from_the_run_length(runner: CliRunner, tmp_path: Path, steps: int, code: int) -> None:
+    import yaml
+
+    spec = tmp_path / "tail.yaml"
+    spec.write_text(yaml.safe_dump({**RARE_TAIL, "schedule": {"max_steps": steps}}), encoding="utf-8")
+    result = runner.invoke(app, ["plan", str(spec), "--json"])
+    assert result.exit_code == code, result.output
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "fits_typical" and doc["worst_case"]["fits"] is False and doc["typical"]["fits"] is True
+    risk = doc["batch_risk"]
+    per_step = 1 - (1 - 1e-4) ** 24  # every one of 24 sequences at most p99.99 = 9,000 tokens
+    assert risk["per_step"] == pytest.approx(per_step)
+    assert risk["per_run"] == pytest.approx(1 - (1 - per_step) ** steps)
+    assert risk["expected_first_failing_step"] == pytest.approx(1 / per_step)
+    assert risk["fitting_lengths"]["completion_tokens"] == 9000
+    assert doc["violations"], "the worst case stays reported beside the verdict"
+    human = " ".join(runner.invoke(app, ["plan", str(spec)]).stdout.split())
+    assert "FITS ON TYPICAL BATCHES" in human and "expected first at step" in human
+
+
+def test_without_a_run_length_the_worst_batch_is_assumed_to_come(runner: CliRunner, tmp_path: Path) -> None:
+    import yaml
+
+    spec = tmp_path / "tail.yaml"
+    spec.write_text(yaml.safe_dump(RARE_TAIL), encoding="utf-8")
+    result = runner.invoke(app, ["plan", str(spec), "--json"])
+    assert result.exit_code == EXIT_DOES_NOT_FIT
+    doc = json.loads(result.stdout)
+    assert doc["verdict"] == "fits_typical" and doc["fits"] is False and doc["batch_risk"]["per_run"] is None

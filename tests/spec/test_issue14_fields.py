@@ -19,6 +19,14 @@ def test_new_fields_default_to_todays_behaviour() -> None:
     assert spec.schedule.save_only_model is False
     assert spec.lengths.typical_prompt == spec.lengths.max_prompt_tokens
     assert spec.lengths.typical_completion == spec.lengths.max_completion_tokens
+    assert spec.lengths.completion_percentiles is None and spec.vision.pixels_percentiles is None
+    assert spec.batch.token_budget_balance == "tokens" and spec.batch.logprob_token_budget is None
+    assert spec.rollout.recompute_old_logprobs is None
+
+
+def test_percentiles_accept_fractional_levels() -> None:
+    spec = parse_spec(merged(BASE_SPEC, **{"lengths.completion_percentiles": {90: 300, 99.9: 500}}))
+    assert spec.lengths.completion_percentiles == {90: 300, 99.9: 500}
 
 
 @pytest.mark.parametrize(
@@ -34,6 +42,13 @@ def test_new_fields_default_to_todays_behaviour() -> None:
         ({"lengths.completion_clip_fraction": 1.5}, "lengths.completion_clip_fraction", "less than or equal to 1"),
         ({"vision.typical_images_per_prompt": 5}, "vision", "exceeds images_per_prompt"),
         ({"distribution.sequence_parallel_size": 64}, "spec", "exceeds the"),
+        ({"lengths.completion_percentiles": {90: 400, 99: 300}}, "lengths", "p99=300 is below p90=400"),
+        ({"lengths.completion_percentiles": {99: 10**6}}, "lengths", "exceeds the limit"),
+        ({"lengths.prompt_percentiles": {100: 5}}, "lengths.prompt_percentiles", "less than 100"),
+        ({"lengths.typical_prompt_tokens": 100, "lengths.prompt_percentiles": {50: 90}}, "lengths", "differs from the typical"),
+        ({"lengths.completion_percentiles": {99: 100}, "lengths.completion_clip_fraction": 0.05}, "lengths", "puts 5 % at it"),
+        ({"vision.max_pixels": 1000, "vision.pixels_percentiles": {90: 2000}}, "vision", "exceeds the limit"),
+        ({"batch.token_budget_balance": "flops"}, "batch.token_budget_balance", "tokens"),
     ],
 )
 def test_bad_values_are_one_line(overrides: dict, field: str, fragment: str) -> None:
