@@ -123,3 +123,9 @@ def test_vlm_ties_by_the_top_level_key() -> None:
     assert arch_from_config(config, "tied").tie_word_embeddings
     assert not arch_from_config({**config, "tie_word_embeddings": False},
                                 "untied").tie_word_embeddings
+
+
+def test_unknown_hybrid_family_says_mixers_were_counted_as_attention() -> None:
+    config = {"model_type": "new_hybrid", **TINY, "hybrid_override_pattern": "M*M-"}
+    warnings = arch_from_config(config, "hybrid").warnings
+    assert len(warnings) == 2 and "hybrid_override_pattern" in warnings[1]

@@ -30,6 +30,10 @@ EXPERT_COUNT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
 """Routed experts per MoE layer: Qwen-MoE/OLMoE, DeepSeek/GLM-4-MoE, Mixtral/gpt-oss."""
 GEMMA2_SLIDING_PERIOD = 2
 """Gemma2 alternates local/global attention: even layers slide (``not layer_idx % 2``)."""
+NON_ATTENTION_MIXER_KEYS = ("hybrid_override_pattern", "mamba_num_heads", "ssm_state_size",
+                            "linear_num_value_heads", "conv_kernel")
+"""Keys of Mamba/linear-attention hybrids (Nemotron-H, Jamba, Qwen3.5): an unknown family
+carrying them is not a plain decoder, and the warning says so."""
 UNKNOWN_MAX_POSITIONS = 0
 """``max_position_embeddings`` recorded when a config has none (nothing is sized by it)."""
 
@@ -342,6 +346,10 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
     layout = _layout_fields(text, traits)
     if known is None:
         notes = (assumed_traits_warning(family, layout["qkv_bias"], tied), *notes)
+        if any(k in text for k in NON_ATTENTION_MIXER_KEYS):
+            notes += (f"config of {name!r} describes non-attention mixer layers "
+                      f"({', '.join(k for k in NON_ATTENTION_MIXER_KEYS if k in text)}); "
+                      "they were counted as attention layers",)
     window, num_sliding = _sliding(text, num_layers, traits.opt_in_sliding)
     kv_heads = heads if traits.ignores_kv_heads else int(
         _get(text, "num_key_value_heads", traits, heads))
