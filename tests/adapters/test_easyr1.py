@@ -49,10 +49,10 @@ MODEL = "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n"
 
 
 @pytest.mark.parametrize(("text", "field"), [
-    ("worker: [1, 2\n", "c.yaml"),
+    ("worker: [1, 2\n", "c.yaml:2"),
     (MODEL + "  rollout: {tensor_parallel_size: two}\n", "worker.rollout.tensor_parallel_size"),
     (MODEL + "    fsdp: {enable_full_shard: false, enable_cpu_offload: true}\n", "worker.actor.fsdp.enable_cpu_offload"),
-    ("# easyr1==0.1.0\n" + MODEL, "easyr1==0.1.0"),
+    ("# easyr1==0.1.0\n" + MODEL, "c.yaml:1"),
     ("worker: {}\n", "worker.actor.model.model_path"),
 ])
 def test_bad_input_names_the_key(tmp_path: Path, text: str, field: str) -> None:

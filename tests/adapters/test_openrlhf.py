@@ -59,13 +59,13 @@ def test_separate_layout_with_critic_and_reward(tmp_path: Path) -> None:
     ("--pretrain m --advantage_estimator grpo", "", "--advantage_estimator"),
     ("--pretrain m --colocate_all_models 1", "", "--colocate_all_models"),
     ("--actor.model_name_or_path m", "0.9.3", "--actor.model_name_or_path"),
-    ("--pretrain m", "0.7.0", "openrlhf==0.7.0"),
+    ("--pretrain m", "0.7.0", "run.sh:1"),
     ("--colocate_all_models", "", "--pretrain"),
 ])
 def test_bad_input_names_the_flag(tmp_path: Path, flags: str, version: str, field: str) -> None:
     with pytest.raises(InputError) as err:
         imported("openrlhf", _write(tmp_path, flags, version), **HW)
-    assert err.value.field == field
+    assert err.value.field.endswith(field)
 
 
 def test_unknown_and_memoryless_flags_are_listed(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_export_round_trips_in_both_styles_and_uses_only_real_flags(tmp_path: Pa
     assert round_trip("openrlhf", spec, tmp_path, **HW) == [spec, spec]
     for name, version in (("train_ppo_ray.sh", DOTTED), ("train_ppo_ray_classic.sh", CLASSIC)):
         text = (tmp_path / name).read_text()
-        args = common.command_after(common.shell_words(text, name), MARKERS)
+        args = common.command_with(common.parse_shell(text, name), MARKERS)[1]
         out = N.Collected()
         _parse_args(args, FLAGS[version], version, out)  # types, choices and arity of that version
         assert out.ignored == [], out.ignored

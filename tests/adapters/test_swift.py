@@ -22,7 +22,7 @@ from oomless.adapters.round_trip import same_spec_dict
 from oomless.adapters.swift_export import export_files
 from oomless.errors import InputError
 from oomless.memory import vision as VZ
-from oomless.catalog.models import load_model
+from oomless.catalog.resolve import load_model
 from oomless.planner.plan import make_plan
 from oomless.spec.load import load_run, parse_spec, resolve
 from tests.adapters.swift_cases import imported, imported_spec, script
@@ -351,10 +351,10 @@ def test_precision_rules() -> None:
      "--max_length: 300 leaves no prompt"),
     (script({**BASE, "sleep_level": 3, "use_vllm": "true", "vllm_mode": "colocate"}), "--sleep_level: 3 is not allowed"),
     (script({"model": "Qwen/Qwen2.5-1.5B-Instruct"}).replace("--rlhf_type grpo", "--rlhf_type dpo"), "--rlhf_type: 'dpo'"),
-    (script({"model": "no/such-model"}), "--model: unknown 'no/such-model'"),
+    (script({"model": "no/such-model"}), "--model: 'no/such-model' not found"),
     ("echo hello\n", "run.sh: no `swift rlhf` command found"),
     ("megatron rlhf --rlhf_type grpo\n", "run.sh: `megatron rlhf` (Megatron-SWIFT) is not supported"),
-    ("swift rlhf --rlhf_type 'grpo\n", "run.sh: malformed shell at line 1: no closing quotation"),
+    ("swift rlhf --rlhf_type 'grpo\n", "run.sh:1: malformed shell: no closing quotation"),
 ])
 def test_bad_input_is_one_named_input_error(text: str, message: str) -> None:
     with pytest.raises(InputError) as caught:

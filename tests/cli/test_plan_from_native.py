@@ -41,12 +41,13 @@ def test_native_seed_plans_like_its_yaml_spec(framework: str, native: str, seed:
 
 BAD = [
     ("verl", "cfg.yaml", "actor_rollout_ref: [1,\n", "error: "),
-    ("easyr1", "cfg.yaml", "# easyr1==9.9.9\nworker: {}\n", "error: easyr1==9.9.9: unknown easyr1 version"),
+    ("easyr1", "cfg.yaml", "# easyr1==9.9.9\nworker: {}\n", "error: {path}:1: unknown easyr1 version 9.9.9; allowed: 0.3.0 to 0.3.3"),
     ("openrlhf", "run.sh", "python3 -m openrlhf.cli.train_ppo_ray --pretrain 'unterminated\n", "error: "),
     ("openrlhf", "run.sh", "python3 -m openrlhf.cli.train_ppo_ray --pretrain m --vllm_gpu_memory_utilization high\n",
      "error: --vllm_gpu_memory_utilization: 'high' is not a valid float"),
     ("orz", "exp.py", "class PPOExpConfig(BasePPOExpConfig):\n    pretrain = (\n", "error: "),
-    ("vlmr1", "run.sh", "echo nothing here\n", "error: "),
+    ("vlmr1", "run.sh", "echo nothing here\n", "error: {path}: no training command found (line 1: echo); allowed: "),
+    ("verl", "cfg.yaml", "data:\n  max_prompt_length: ${nope.x}\n", "error: {path}:2: data.max_prompt_length: broken interpolation"),
 ]
 
 
@@ -57,5 +58,5 @@ def test_bad_native_input_is_one_line_and_exit_2(tmp_path: Path, framework: str,
     done = run_oomless("plan", "--from", framework, str(path), "--gpu", "A100-80GB")
     assert done.returncode == EXIT_BAD_INPUT
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(start), done.stderr
+    assert len(lines) == 1 and lines[0].startswith(start.format(path=path)), done.stderr
     assert "Traceback" not in done.stderr

@@ -33,7 +33,7 @@ SWIFT_OK = ("# oomless: ms-swift==4.6\nNPROC_PER_NODE=4 swift rlhf --rlhf_type g
             "--num_generations 4")
 TRL_OK = "# oomless: trl==1.16\nmodel_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\n"
 BAD = [
-    ("swift", "run.sh", SWIFT_OK + " --system 'unclosed\n", "error: {path}: malformed shell at line 2: no closing quotation"),
+    ("swift", "run.sh", SWIFT_OK + " --system 'unclosed\n", "error: {path}:2: malformed shell: no closing quotation"),
     ("swift", "run.sh", SWIFT_OK.replace("4.6", "9.0") + "\n", "error: ms-swift version: 9.0 is not supported"),
     ("swift", "run.sh", SWIFT_OK + " --per_device_train_batch_size two\n",
      "error: --per_device_train_batch_size: 'two' is not an integer"),
@@ -41,7 +41,7 @@ BAD = [
     ("trl", "grpo.yaml", TRL_OK.replace("1.16", "0.14"), "error: trl version: 0.14 is not supported"),
     ("trl", "grpo.yaml", TRL_OK + "vllm_gpu_memory_utilization: high\nuse_vllm: true\n",
      "error: vllm_gpu_memory_utilization: 'high' is not a number"),
-    ("trl", "run.sh", "trl grpo --config 'grpo.yaml\n", "error: {path}: malformed shell at line 1"),
+    ("trl", "run.sh", "trl grpo --config 'grpo.yaml\n", "error: {path}:1: malformed shell: no closing quotation"),
 ]
 
 

@@ -73,10 +73,14 @@ def model_ref(name: Any, key: str, collected: Collected) -> str:
     """A model path as the spec's `model`: kept when it exists here or names a catalog
     model; a local path that is not on this machine is replaced by the catalog model with
     the same folder name (`/data/Qwen2.5-7B-Instruct` → `Qwen/Qwen2.5-7B-Instruct`)."""
-    from ..catalog.models import catalog_ids
+    from ..catalog.resolve import catalog_ids
 
     if not isinstance(name, str) or not name.strip():
         raise InputError(key, f"{name!r} is not a model name or path")
+    variable = re.search(r"\$\{?([A-Za-z_]\w*)", name)
+    if variable:
+        raise InputError(key, f"{name} is a variable the script never sets; set {variable.group(1)}=<model id or "
+                              "path> in the script")
     if Path(name).expanduser().exists():
         return name
     ids = catalog_ids()

@@ -24,7 +24,7 @@ from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
 from . import common as C
-from ..mappings import flatten
+from ..frontends import hydra as H
 
 SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them)"
 LOWEST, HIGHEST = "0.3.0", "0.3.3"
@@ -69,29 +69,41 @@ ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
-    C.check_version(text, "easyr1", LOWEST, HIGHEST)
-    user = _user_values(path, text)
-    values, out = {**DEFAULTS, **user}, N.Collected()
-    _to_spec(values, hardware, out)
-    _report_unused(user, out)
+    C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
+    out = N.Collected()
+    composed = _compose(path, text, out)
+    out.notes.extend(composed.notes)
+    _to_spec(composed.values, hardware, out)
+    _report_unused(composed.user, out)
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
 
 
-def _user_values(path: Path, text: str) -> dict[str, Any]:
+MAIN = ("verl.trainer.main",)
+
+
+def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
+    """The YAML, or the script's `verl.trainer.main config=FILE key=value ...` (OmegaConf
+    `from_cli` over the file over the dataclass defaults), interpolations resolved."""
     if path.suffix in (".yaml", ".yml") or not re.search(r"verl\.trainer\.main\b", text):
-        return flatten(C.load_yaml_mapping(text, str(path)))
-    args = C.command_after(C.shell_words(text, str(path)), ("verl.trainer.main",)) or []
-    values: dict[str, Any] = {}
-    for token in (a for a in args if not a.startswith("$")):
-        key, value = N.parse_override(token)
-        if key == "config":
-            file = next((p for p in (path.parent / str(value), Path.cwd() / str(value)) if p.is_file()), None)
-            if file is None:
-                raise InputError("config", f"{value} not found next to {path.name}")
-            values = {**flatten(C.load_yaml_mapping(C.read_text(file), str(file))), **values}
+        return H.compose(DEFAULTS, text, str(path), folder=path.parent)
+    command, notes = C.pick_command(C.read_script(text, str(path)), lambda c: C.command_with([c], MAIN) is not None, str(path),
+                                    "python3 -m verl.trainer.main config=FILE key=value ...")
+    out.notes.extend(notes)
+    where = f"{path}:{command.line}"
+    tokens = [a for a in C.command_with([command], MAIN)[1] if not a.startswith("$")]
+    config_file, overrides = None, []
+    for token in tokens:
+        if token.startswith("config="):
+            name = token.split("=", 1)[1]
+            config_file = next((p for p in (path.parent / name, Path.cwd() / name) if p.is_file()), None)
+            if config_file is None:
+                raise InputError(where, f"config={name} not found next to {path.name} or in {Path.cwd()}")
         else:
-            values[key] = value
-    return values
+            overrides.append(H.Override(token, where))
+    file_text = C.read_text(config_file) if config_file else None
+    composed = H.compose(DEFAULTS, file_text, str(config_file or where), overrides,
+                         folder=config_file.parent if config_file else None)
+    return composed
 
 
 def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:

@@ -90,12 +90,13 @@ MARKERS = ("openrlhf.cli.train_ppo_ray", "train_ppo_ray.py", "train_ppo_ray")
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
-    declared = C.check_version(text, "openrlhf", LOWEST, HIGHEST)
-    args = C.command_after(C.shell_words(text, str(path)), MARKERS)
-    if args is None:
-        raise InputError(str(path), "no `openrlhf.cli.train_ppo_ray` command found")
+    declared = C.check_version(text, "openrlhf", LOWEST, HIGHEST, str(path))
+    command, notes = C.pick_command(C.read_script(text, str(path)), lambda c: C.command_with([c], MARKERS) is not None,
+                                    str(path), "python3 -m openrlhf.cli.train_ppo_ray --flag value ...")
+    args = C.command_with([command], MARKERS)[1]
     version = _table_version(args, declared)
     out = N.Collected()
+    out.notes.extend(notes)
     given = _parse_args(args, FLAGS[version], version, out)
     _to_spec(_Args(given, version), hardware, out)
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))

@@ -13,7 +13,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..catalog.models import ModelArch, load_model
+from ..catalog.models import ModelArch
+from ..catalog.resolve import load_model
 from ..errors import InputError
 from ..spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from . import swift_flags as SF

@@ -32,7 +32,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..catalog.models import ModelArch, load_model
+from ..catalog.models import ModelArch
+from ..catalog.resolve import load_model
 from ..errors import InputError
 from ..memory import vision as VZ
 from . import trl_launch as TL

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ..catalog.models import load_model
+from ..catalog.resolve import load_model
 from ..errors import InputError
 from ..spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from .common import version_text

@@ -20,13 +20,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
 from . import common as C
-from ..mappings import flatten
+from ..frontends import hydra as H
 from .verl_keys import DEFAULTS, VERSION
 
 SUPPORTED_VERSIONS = f"verl 0.9.0 to {VERSION} (keys and defaults of {VERSION}; older configs are read with them)"
@@ -37,6 +35,8 @@ MAPPED = {
     f"{M}.path", f"{A}.strategy", f"{A}.fsdp_config.param_offload", f"{A}.fsdp_config.optimizer_offload",
     f"{A}.fsdp_config.offload_policy", f"{A}.fsdp_config.model_dtype", f"{A}.ppo_micro_batch_size_per_gpu",
     f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+    f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu", "actor_rollout_ref.ref.log_prob_use_dynamic_bsz",
+    "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", f"{A}.ulysses_sequence_parallel_size",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", f"{M}.enable_gradient_checkpointing",
     f"{M}.lora_rank", f"{M}.lora_alpha", f"{M}.target_modules", f"{M}.use_fused_kernels",
     f"{M}.override_config.attn_implementation", f"{A}.entropy_from_logits_with_chunking",
@@ -56,76 +56,68 @@ ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
-    C.check_version(text, "verl", LOWEST, HIGHEST)
-    user = _user_values(path, text)
-    cfg, out = _Config(user), N.Collected()
-    _to_spec(cfg, hardware, out)
-    _report_unused(user, out)
+    C.check_version(text, "verl", LOWEST, HIGHEST, str(path))
+    out = N.Collected()
+    composed = _compose(path, text, out)
+    out.notes.extend(composed.notes)
+    _to_spec(_Config(composed.values), hardware, out)
+    _report_unused(composed.user, out)
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
 
 
-def _user_values(path: Path, text: str) -> dict[str, Any]:
-    """Dotted keys the user set: the YAML's, then the script's overrides."""
+MAIN = ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")
+OWN_CONFIGS = ("ppo_trainer", "_generated_ppo_trainer")
+
+
+def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
+    """The YAML, or the script's `main_ppo` command with its `--config-name` YAML and overrides,
+    over verl's defaults, interpolations resolved."""
     is_script = path.suffix not in (".yaml", ".yml") and re.search(r"main_ppo", text)
     if not is_script:
-        return _yaml_values(text, str(path))
-    words = C.shell_words(text, str(path))
-    args = C.command_after(words, ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")) or []
-    options, overrides = _split_hydra_args(args)
-    values: dict[str, Any] = {}
-    if "--config-name" in options:
-        folder = path.parent / options.get("--config-path", ".")
-        name = options["--config-name"]
-        file = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
-        if not file.is_file():
-            raise InputError("--config-name", f"{file} not found next to {path.name}")
-        values = _yaml_values(C.read_text(file), str(file))
-    for token in overrides:
-        key, value = N.parse_override(token)
-        values[key] = value
-    return values
+        return H.compose(DEFAULTS, text, str(path), folder=path.parent, own_configs=OWN_CONFIGS)
+    command, notes = C.pick_command(C.read_script(text, str(path)), lambda c: C.command_with([c], MAIN) is not None, str(path),
+                                    "python3 -m verl.trainer.main_ppo key=value ...")
+    out.notes.extend(notes)
+    args = C.command_with([command], MAIN)[1]
+    where = f"{path}:{command.line}"
+    options, tokens = _split_hydra_args(args)
+    overrides = [H.Override(t, where) for t in tokens]
+    if "--config-name" not in options:
+        return H.compose(DEFAULTS, None, where, overrides, own_configs=OWN_CONFIGS)
+    folder = path.parent / options.get("--config-path", ".")
+    name = options["--config-name"]
+    file = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+    if name in OWN_CONFIGS and not file.is_file():
+        return H.compose(DEFAULTS, None, where, overrides, own_configs=OWN_CONFIGS)
+    if not file.is_file():
+        raise InputError(f"{where}", f"--config-name {name}: {file} not found next to {path.name}")
+    return H.compose(DEFAULTS, C.read_text(file), str(file), overrides, folder=file.parent, own_configs=OWN_CONFIGS)
 
 
 def _split_hydra_args(args: list[str]) -> tuple[dict[str, str], list[str]]:
     options, overrides, i = {}, [], 0
     while i < len(args):
         word = args[i]
-        if word.startswith("--"):
+        if word.startswith("-"):
             name, _, value = word.partition("=")
+            name = {"-cn": "--config-name", "-cp": "--config-path"}.get(name, name)
             if not value and i + 1 < len(args):
                 i, value = i + 1, args[i + 1]
             options[name] = value
-        elif word.startswith(("~", "$")):
-            pass  # deletions and shell arguments such as "$@" set nothing we can read
-        else:
+        elif not word.startswith("$"):  # "$@" and other arguments of the script set nothing readable
             overrides.append(word)
         i += 1
     return options, overrides
 
 
-def _yaml_values(text: str, where: str) -> dict[str, Any]:
-    data = C.load_yaml_mapping(text, where)
-    data.pop("defaults", None)
-    data.pop("hydra", None)
-    return flatten(data)
-
-
 class _Config:
-    """verl's defaults overlaid with the user's values; `${oc.select:k,d}` and `${k}` resolved."""
+    """verl's defaults overlaid with the user's values, interpolations resolved."""
 
-    def __init__(self, user: dict[str, Any]) -> None:
-        self.values = {**DEFAULTS, **user}
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
 
     def get(self, key: str) -> Any:
-        value = self.values.get(key)
-        if isinstance(value, str):
-            match = re.fullmatch(r"\$\{(?:oc\.select:)?([\w.]+)(?:,(.*))?\}", value.strip())
-            if match:
-                target, fallback = match.group(1), match.group(2)
-                if target in self.values:
-                    return self.get(target)
-                return yaml.safe_load(fallback) if fallback is not None else None
-        return value
+        return self.values.get(key)
 
 
 def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
@@ -175,20 +167,43 @@ def _batch(cfg: _Config, out: N.Collected) -> None:
     response = C.as_int("data.max_response_length", g("data.max_response_length"), 1)
     out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response})
     out.set("batch.num_generations", C.as_int(f"{R}.n", g(f"{R}.n"), 1))
+    sp = C.as_int(f"{A}.ulysses_sequence_parallel_size", g(f"{A}.ulysses_sequence_parallel_size"), 1)
+    if sp > 1:
+        out.set("distribution.sequence_parallel_size", sp)
     if C.as_bool(f"{A}.use_dynamic_bsz", g(f"{A}.use_dynamic_bsz")):
-        budget = C.as_int(f"{A}.ppo_max_token_len_per_gpu", g(f"{A}.ppo_max_token_len_per_gpu"), 1)
-        micro = max(1, budget // (prompt + response))
-        out.set("batch.micro_batch_size", micro)
-        out.notes.append(f"use_dynamic_bsz: a budget of {budget} tokens per GPU is planned as {micro} full-length sequences")
-        return
-    micro = g(f"{A}.ppo_micro_batch_size_per_gpu")
-    if micro is None:
-        raise InputError(f"{A}.ppo_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
-    out.set("batch.micro_batch_size", C.as_int(f"{A}.ppo_micro_batch_size_per_gpu", micro, 1))
-    sizes = [C.as_int(k, g(k), 1) for k in (f"{R}.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu") if g(k) is not None]
-    if not sizes:
-        raise InputError(f"{R}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
-    out.set("batch.logprob_micro_batch_size", max(sizes))
+        _dynamic_batch(cfg, prompt + response, out)
+    else:
+        micro = g(f"{A}.ppo_micro_batch_size_per_gpu")
+        if micro is None:
+            raise InputError(f"{A}.ppo_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
+        out.set("batch.micro_batch_size", C.as_int(f"{A}.ppo_micro_batch_size_per_gpu", micro, 1))
+    logprob = [k for k in (R, "actor_rollout_ref.ref") if not C.as_bool(f"{k}.log_prob_use_dynamic_bsz", g(f"{k}.log_prob_use_dynamic_bsz"))]
+    sizes = [C.as_int(f"{k}.log_prob_micro_batch_size_per_gpu", g(f"{k}.log_prob_micro_batch_size_per_gpu"), 1)
+             for k in logprob if g(f"{k}.log_prob_micro_batch_size_per_gpu") is not None]
+    if logprob and not sizes:
+        raise InputError(f"{logprob[0]}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it unless log_prob_use_dynamic_bsz=true")
+    if sizes:
+        out.set("batch.logprob_micro_batch_size", max(sizes))
+
+
+def _dynamic_batch(cfg: _Config, sequence: int, out: N.Collected) -> None:
+    """verl's dynamic batch size: micro-batches packed up to a token budget per GPU (it needs
+    remove-padding). Source: verl `verl/utils/seqlen_balancing.py` `rearrange_micro_batches`
+    (budget `ppo_max_token_len_per_gpu` x Ulysses degree; log-prob forwards use
+    `log_prob_max_token_len_per_gpu`, which defaults to the actor's)."""
+    g = cfg.get
+    budget = C.as_int(f"{A}.ppo_max_token_len_per_gpu", g(f"{A}.ppo_max_token_len_per_gpu"), 1)
+    out.set("batch.max_tokens_per_gpu", budget)
+    out.set("batch.padding_free", True)
+    micro = max(1, budget // sequence)
+    out.set("batch.micro_batch_size", micro)
+    budgets = [C.as_int(f"{k}.log_prob_max_token_len_per_gpu", g(f"{k}.log_prob_max_token_len_per_gpu"), 1)
+               for k in (R, "actor_rollout_ref.ref") if C.as_bool(f"{k}.log_prob_use_dynamic_bsz", g(f"{k}.log_prob_use_dynamic_bsz"))]
+    if budgets:
+        out.set("batch.logprob_max_tokens_per_gpu", max(budgets))
+        out.set("batch.logprob_micro_batch_size", max(1, max(budgets) // sequence))
+    out.notes.append(f"use_dynamic_bsz: {budget} tokens per GPU per micro-batch (batch.max_tokens_per_gpu); at the "
+                     f"length limits that is {micro} sequence(s) of {sequence} tokens")
 
 
 def _rollout(cfg: _Config, out: N.Collected) -> None:

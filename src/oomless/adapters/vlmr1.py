@@ -24,6 +24,7 @@ from ..errors import InputError
 from . import HardwareFlags, ImportResult
 from . import _native as N
 from . import common as C
+from ..frontends.flags import option_value
 
 SUPPORTED_VERSIONS = "VLM-R1 main 2025-2026 (TRL 0.14-era trainer; TRL 0.14 GRPOConfig defaults)"
 LOWEST, HIGHEST = "0.0.0", "0.0.0"
@@ -41,22 +42,20 @@ NO_MEMORY_EFFECT = {
     "image_folders", "is_reward_customized_from_vlm_module", "task_type", "reward_funcs", "dataset_config",
     "seed", "warmup_ratio", "lr_scheduler_type", "save_total_limit", "eval_strategy", "logging_dir",
 }
-MARKERS = ("grpo_jsonl.py", "grpo_rec.py", "grpo.py", "grpo_gui.py")
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
-    words = C.shell_words(text, str(path))
-    launcher = C.command_after(words, ("torchrun",)) or []
-    args = C.command_after(words, MARKERS)
-    if args is None:
-        raise InputError(str(path), "no VLM-R1 `torchrun ... grpo_*.py` command found")
+    command, notes = C.pick_command(C.read_script(text, str(path)), lambda c: _script_index(c) is not None, str(path),
+                                    "torchrun [options] src/open_r1/grpo_*.py --flag value ...")
+    start = _script_index(command)
+    launcher, args = list(command.argv[:start]), list(command.argv[start + 1:])
     out = N.Collected()
+    out.notes.extend(notes)
     given = _flags(args, out)
     values = {**DEFAULTS, **given}
-    env = C.env_assignments(words)
-    nproc = _launcher_value(launcher, "--nproc_per_node") or env.get("NPROC_PER_NODE")
-    nnodes = _launcher_value(launcher, "--nnodes")
+    nproc = option_value(launcher, "--nproc_per_node") or command.env.get("NPROC_PER_NODE")
+    nnodes = option_value(launcher, "--nnodes")
     out.set("model", N.model_ref(values.get("model_name_or_path"), "--model_name_or_path", out))
     out.set("hardware", N.hardware(hardware, "vlmr1", C.as_int("--nproc_per_node", nproc, 1) if nproc else None,
                                    C.as_int("--nnodes", nnodes, 1) if nnodes else None, out))
@@ -70,12 +69,12 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
 
 
-def _launcher_value(words: list[str], flag: str) -> str | None:
-    for i, w in enumerate(words):
-        if w.startswith(flag + "="):
-            return w.split("=", 1)[1]
-        if w == flag and i + 1 < len(words):
-            return words[i + 1]
+def _script_index(command: C.ShellCommand) -> int | None:
+    """Index of the VLM-R1 GRPO script (`src/open_r1/grpo_jsonl.py`, `grpo_rec.py`, ...) in a
+    launch command, or None."""
+    for i, word in enumerate(command.argv):
+        if re.search(r"(^|/)grpo(_\w+)?\.py$", word):
+            return i
     return None
 
 
