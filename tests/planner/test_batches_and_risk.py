@@ -186,3 +186,27 @@ def test_typical_plan_uses_the_median_of_the_longest_member() -> None:
     # 8 sequences: 0.9⁸ = 0.43 < 1/2 ≤ 0.99⁸, so the longest of eight is at most p99 with even odds
     assert plan.typical is not None and plan.typical.shape.lengths.completion_tokens == 300
     assert plan_of(BASE_SPEC).typical is None  # no distribution, no budget: the worst is the typical
+
+
+# --- reference-only offload ------------------------------------------------------------------
+
+
+def test_reference_offload_moves_its_shards_to_pinned_host_memory() -> None:
+    fsdp = merged(BASE_SPEC, **{"distribution.strategy": "fsdp"})
+    on_gpu = plan_of(fsdp)
+    on_cpu = plan_of(merged(fsdp, **{"distribution.offload_reference_params": True}))
+    assert component(on_gpu, "load", "reference.weights") > 0
+    assert component(on_cpu, "load", "reference.weights") == 0
+    assert phase_peak(on_cpu, "logprob") < phase_peak(on_gpu, "logprob")
+    host = {c.name: c.num_bytes for p in on_cpu.host.phases if p.name == "train" for c in p.components}
+    from oomless.spec.run import Role
+
+    # every one of the 4 ranks pins at least its shard of the bf16 reference
+    assert host["offload.reference.params_pinned"] >= 4 * on_gpu.models[Role.reference].weights
+
+
+def test_reference_offload_needs_sharded_weights() -> None:
+    from oomless.errors import InputError
+
+    with pytest.raises(InputError, match="offload_reference_params needs strategy zero3 or fsdp"):
+        parse_spec(merged(BASE_SPEC, **{"distribution.strategy": "zero2", "distribution.offload_reference_params": True}))

@@ -76,6 +76,15 @@ def _strategy_offload(spec: RunSpec, groups: tuple[Group, ...], models: dict[Rol
     return out
 
 
+def _reference_offload(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Component]:
+    """The reference's parameters kept in pinned host memory per rank (FSDP CPUOffload per unit,
+    ZeRO-3 per shard: `_moved_weights_bytes`) for the whole run."""
+    m = models.get(Role.reference)
+    if m is None or not spec.distribution.offload_reference_params:
+        return []
+    return [_c("offload.reference.params_pinned", _moved_weights_bytes(spec, m) * _ranks(groups, Role.reference))]
+
+
 def _sleep_copies(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Component]:
     """Level-1 sleep: every vLLM worker's weight segments backed up in pinned host memory,
     each rounded to a power of two (pinned.vllm_sleep_backup_bytes); the blocks stay cached
@@ -142,9 +151,10 @@ def _loading(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleMo
 
 
 def host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], budget: V.EngineBudget) -> list[Phase]:
-    pinned = _strategy_offload(spec, groups, models) + _sleep_copies(spec, groups, models) + _ray(spec)
+    offloaded = _strategy_offload(spec, groups, models) + _reference_offload(spec, groups, models)
+    pinned = offloaded + _sleep_copies(spec, groups, models) + _ray(spec)
     phases = [
-        ("load", _loading(spec, groups, models) + _strategy_offload(spec, groups, models) + _ray(spec)),
+        ("load", _loading(spec, groups, models) + offloaded + _ray(spec)),
         ("rollout", pinned + _moved_to_cpu(spec, groups, models, "rollout")),
         ("train", pinned + _moved_to_cpu(spec, groups, models, "train")),
     ]

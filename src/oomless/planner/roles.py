@@ -241,11 +241,15 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
 def frozen_model(spec: RunSpec, role: Role, arch: ModelArch, weights_full: int, n: int) -> RoleModel:
     """A forward-only model (reference, reward): bf16 weights, sharded like the actor's under
     ZeRO-3/FSDP (TRL/OpenRLHF prepare it with the same DeepSpeed stage), whole otherwise
-    (TRL's `prepare_deepspeed` runs stage 0/1/2 reference models unsharded)."""
+    (TRL's `prepare_deepspeed` runs stage 0/1/2 reference models unsharded). With
+    `distribution.offload_reference_params` the reference's shards live on CPU and only the
+    units being computed come to the GPU (`gathered`): verl `fsdp_workers.py` forces FSDP
+    CPUOffload(offload_params=True) / CPUOffloadPolicy(pin_memory=True) on the reference."""
     sharded = S.SHARDING[spec.distribution.strategy].weights
+    on_cpu = role == Role.reference and spec.distribution.offload_reference_params
     return RoleModel(
         role=role, arch=arch, trainable=False, num_shards=n, num_trainable=0, weights_full=weights_full,
-        weights=S.sharded_bytes(weights_full, sharded, n), persistent=_persistent(spec, arch, n),
+        weights=0 if on_cpu else S.sharded_bytes(weights_full, sharded, n), persistent=_persistent(spec, arch, n),
         gathered=_gathered(spec, arch, sharded),
     )
 

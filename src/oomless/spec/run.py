@@ -101,6 +101,12 @@ class Distribution(_Frozen):
         100_000,
         description="ZeRO-3: tensors up to this many elements stay unpartitioned, or `auto` (HF: 10·hidden). Default 1e5.",
     )
+    offload_reference_params: bool = Field(
+        False,
+        description="The reference model's parameters live in pinned CPU memory and stream to the GPU unit by "
+        "unit in its forward (verl: FSDP CPUOffload is forced on the reference, `fsdp_workers.py` \"We force "
+        "reference policy to use CPUOffload\"; `ref.fsdp_config.param_offload`). Needs zero3 or fsdp. Default false.",
+    )
     sequence_parallel_size: Annotated[int, Field(ge=1, le=1024)] = Field(
         1,
         description="Ulysses/ring sequence-parallel degree: each sequence's tokens are split over this many "
@@ -114,6 +120,8 @@ class Distribution(_Frozen):
             raise ValueError(
                 f"offload_params needs strategy zero3 or fsdp, not {self.strategy.value}"
             )
+        if self.offload_reference_params and self.strategy not in (Strategy.zero3, Strategy.fsdp):
+            raise ValueError(f"offload_reference_params needs strategy zero3 or fsdp, not {self.strategy.value}")
         if self.offload_optimizer and self.strategy == Strategy.ddp:
             raise ValueError("offload_optimizer needs a ZeRO stage or fsdp, not ddp")
         return self
