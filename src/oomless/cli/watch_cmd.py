@@ -46,6 +46,10 @@ def watch_command(
     def body() -> int:
         from ..errors import InputError
 
+        try:
+            import psutil  # noqa: F401
+        except ImportError:
+            raise InputError("watch", "needs psutil: pip install 'oomless[train]' (or psutil; nvidia-ml-py for GPUs)") from None
         command = list(ctx.args)
         if on_risk not in (None, "checkpoint", "stop"):
             raise InputError("--on-risk", f"{on_risk!r}; allowed: checkpoint, stop")
