@@ -50,7 +50,22 @@ EXPECTED_SURFACE = {
         ("out_dir", ("--out-dir",), "option", False, Path(".")),
         ("force", ("--force",), "option", False, False),
     ],
-    "models": [],
+    "models": [
+        ("model", ("model",), "argument", False, None),
+        ("revision", ("--revision",), "option", False, None),
+        ("as_json", ("--json",), "option", False, False),
+    ],
+    "stats": [
+        ("data", ("data",), "argument", True, None),
+        ("tokenizer", ("--tokenizer",), "option", False, None),
+        ("prompt_field", ("--prompt-field",), "option", False, None),
+        ("image_field", ("--image-field",), "option", False, None),
+        ("min_pixels", ("--min-pixels",), "option", False, None),
+        ("max_pixels", ("--max-pixels",), "option", False, None),
+        ("split", ("--split",), "option", False, "train"),
+        ("limit", ("--limit",), "option", False, 100000),
+        ("as_json", ("--json",), "option", False, False),
+    ],
     "gpus": [],
     "schema": [],
     "train": [

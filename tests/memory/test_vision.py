@@ -218,7 +218,7 @@ def test_internvit_checkpoints_by_default_and_uses_naive_attention_without_flash
 
 def test_unknown_tower_is_an_input_error() -> None:
     with pytest.raises(InputError):
-        V.num_image_tokens(VisionArch("clip_vision_model", 1, 8, 16, 2, 14, 8), 10, 10)
+        V.num_image_tokens(VisionArch("pixtral", 1, 8, 16, 2, 14, 8), 10, 10)
 
 
 def test_vllm_encoder_budget() -> None:

@@ -21,14 +21,46 @@ from .vision_params import CLASS_TOKENS
 QWEN2_5_VL = "qwen2_5_vl"
 INTERN_VIT = "intern_vit_6b"
 SIGLIP = "siglip_vision_model"
-TOWERS = (QWEN2_5_VL, INTERN_VIT, SIGLIP)
+CLIP = "clip_vision_model"
+IDEFICS3 = "idefics3_vision"
+QWEN_RESIZE_TOWERS = frozenset({QWEN2_5_VL, "qwen2_vl", "qwen3_vl"})
+"""Dynamic resolution by ``smart_resize`` (factor = patch × merge: 28 for Qwen2/2.5-VL, 32 for
+Qwen3-VL's 16-pixel patches). Source: transformers image_processing_qwen2_vl.py; Qwen3-VL reuses
+the Qwen2-VL image processor with patch_size 16 (qwen3_vl/processing_qwen3_vl.py)."""
+TILED_TOWERS = frozenset({INTERN_VIT, "internvl_vision"})
+"""InternVL's dynamic tiles of ``image_size`` plus a thumbnail, one class token per tile
+(remote-code InternViT and the HF port's InternVLVisionEmbeddings alike)."""
+FIXED_TOWERS = frozenset({SIGLIP, CLIP})
+"""One fixed-size input per image: gemma3 (SigLIP, pooled to ``mm_tokens_per_image``), LLaVA-1.5
+(CLIP 336/14: 576 patch tokens, the class token dropped by ``vision_feature_select_strategy``
+"default")."""
+IDEFICS3_MAX_TILES_PER_SIDE = 4
+"""Idefics3/SmolVLM split an image whose longest edge is resized to at most
+4 × ``max_image_size`` into tiles of ``max_image_size`` (the tower's ``image_size``), plus one
+global image. Source: transformers image_processing_idefics3.py (defaults
+``size={"longest_edge": 4 * 364}``, ``max_image_size={"longest_edge": 364}``, ``do_image_splitting``)."""
+TOWERS = (QWEN2_5_VL, "qwen2_vl", "qwen3_vl", INTERN_VIT, "internvl_vision", SIGLIP, CLIP, IDEFICS3)
 
 
 def _tower(v: VisionArch) -> str:
     if v.model_type not in TOWERS:
         raise InputError("model", f"vision tower {v.model_type!r} is not supported; "
                          f"supported: {', '.join(TOWERS)}")
+    if v.model_type in QWEN_RESIZE_TOWERS:
+        return QWEN2_5_VL
+    if v.model_type in TILED_TOWERS:
+        return INTERN_VIT
     return v.model_type
+
+
+def _fixed_tokens(v: VisionArch) -> int:
+    """LLM tokens of one fixed-size input: the config's ``mm_tokens_per_image`` (gemma3), else
+    the patch grid over the projector's merge (LLaVA: (336/14)² = 576)."""
+    return v.mm_tokens_per_image or num_patches_per_tile(v) // max(v.spatial_merge_size, 1) ** 2
+
+
+def _idefics3_tiles() -> int:
+    return IDEFICS3_MAX_TILES_PER_SIDE ** 2 + 1
 
 
 # --- tokens and patches per image ----------------------------------------------------------
@@ -135,7 +167,13 @@ def num_image_tokens(v: VisionArch, height: int, width: int, *, min_pixels: int 
         return num_internvl_tiles(height, width, max_tiles, v.image_size) * num_tokens_per_tile(v)
     if height < 1 or width < 1:
         raise InputError("image", f"height={height}, width={width}; both must be positive")
-    return v.mm_tokens_per_image
+    if tower == IDEFICS3:
+        side = IDEFICS3_MAX_TILES_PER_SIDE * v.image_size
+        scale = min(1.0, side / max(height, width))
+        rows, cols = (math.ceil(height * scale / v.image_size), math.ceil(width * scale / v.image_size))
+        tiles = rows * cols + int(rows * cols > 1)
+        return tiles * num_tokens_per_tile(v)
+    return _fixed_tokens(v)
 
 
 def _patches_of_tokens(v: VisionArch, num_tokens: int) -> int:
@@ -145,7 +183,9 @@ def _patches_of_tokens(v: VisionArch, num_tokens: int) -> int:
         return num_tokens * v.spatial_merge_size ** 2
     if tower == INTERN_VIT:
         return num_tokens // num_tokens_per_tile(v) * (num_patches_per_tile(v) + CLASS_TOKENS)
-    return num_patches_per_tile(v)
+    if tower == IDEFICS3:
+        return num_tokens // num_tokens_per_tile(v) * num_patches_per_tile(v)
+    return num_patches_per_tile(v) + (CLASS_TOKENS if tower == CLIP else 0)
 
 
 def num_image_patches(v: VisionArch, height: int, width: int, *, min_pixels: int = C.QWEN_VL_MIN_PIXELS,
@@ -269,7 +309,9 @@ def max_image_tokens(v: VisionArch, *, max_pixels: int = C.QWEN_VL_MAX_PIXELS,
         if max_tiles < 1:
             raise InputError("max_tiles", f"max_tiles={max_tiles}; must be at least 1")
         return (max_tiles + int(C.INTERNVL_USE_THUMBNAIL and max_tiles > 1)) * num_tokens_per_tile(v)
-    return v.mm_tokens_per_image
+    if tower == IDEFICS3:
+        return _idefics3_tiles() * num_tokens_per_tile(v)
+    return _fixed_tokens(v)
 
 
 def max_image_patches(v: VisionArch, *, max_pixels: int = C.QWEN_VL_MAX_PIXELS,

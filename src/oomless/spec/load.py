@@ -136,7 +136,9 @@ def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
         archs[Role.critic] = _load_as("critic.model", spec.critic.model, base_dir)
     if spec.reward_model.model is not None:
         archs[Role.reward] = _load_as("reward_model.model", spec.reward_model.model, base_dir)
-    notes = tuple(note for a in (arch, *archs.values()) if a.checkpoint is not None for note in a.checkpoint.notes)
+    notes = tuple(dict.fromkeys(
+        note for a in (arch, *archs.values())
+        for note in (*a.warnings, *(a.checkpoint.notes if a.checkpoint is not None else ()))))
     return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)) + notes, archs)
 
 
