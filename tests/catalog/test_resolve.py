@@ -203,3 +203,17 @@ def test_prequantized_local_checkpoint_is_noted(tmp_path: Path) -> None:
     arch = load_model(str(tmp_path))
     assert arch.checkpoint is not None and arch.checkpoint.quantization == Quantization("awq", 4, 128)
     assert num_parameters(arch) > 0
+
+
+def test_the_plan_uses_the_exact_count_and_keeps_the_config_count(tmp_path: Path) -> None:
+    from oomless.memory.params import num_config_parameters
+
+    (tmp_path / "config.json").write_text(json.dumps(TINY_LLAMA))
+    (tmp_path / "model.safetensors").write_bytes(safetensors_bytes(TENSORS))
+    arch = load_model(str(tmp_path))
+    assert num_parameters(arch) == 2 * 128 * 64 + 64
+    assert num_config_parameters(arch) != num_parameters(arch)
+    quantized = {**TINY_LLAMA, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}}
+    (tmp_path / "config.json").write_text(json.dumps(quantized))
+    arch = load_model(str(tmp_path))  # packed int32 storage is no parameter count
+    assert num_parameters(arch) == num_config_parameters(arch)

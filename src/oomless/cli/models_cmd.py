@@ -24,12 +24,12 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON instead of text.")
 
 
 def _summary(arch: Any) -> dict[str, Any]:
-    from ..memory.params import num_active_parameters, num_parameters
+    from ..memory.params import num_active_parameters, num_config_parameters
     from ..memory.vllm import kv_bytes_per_token
     from ..memory.vision_tokens import max_image_tokens
 
     info = arch.checkpoint
-    analytic = num_parameters(arch)
+    analytic = num_config_parameters(arch)
     exact = info.exact_num_parameters if info is not None else None
     out: dict[str, Any] = {
         "id": arch.name,

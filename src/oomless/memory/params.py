@@ -349,12 +349,21 @@ def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
     return out + vision_tensors(arch)
 
 
-def num_parameters(arch: ModelArch) -> int:
-    """All parameters: language model + vision tower and projector.
+def num_config_parameters(arch: ModelArch) -> int:
+    """All parameters derived from config.json: language model + vision tower and projector.
 
     Source/Assumes: ``num_language_model_parameters``, ``num_vision_parameters``.
     """
     return num_language_model_parameters(arch) + num_vision_parameters(arch)
+
+
+def num_parameters(arch: ModelArch) -> int:
+    """All parameters: the checkpoint's exact count when the resolver read its safetensors
+    headers (``catalog.resolve``; not for packed quantized storage), else ``num_config_parameters``.
+    Per-tensor terms (ZeRO-3 modules, LoRA targets) keep the config's inventory."""
+    info = arch.checkpoint
+    exact = info.exact_num_parameters if info is not None and info.quantization is None else None
+    return exact or num_config_parameters(arch)
 
 
 def num_parameters_per_expert(arch: ModelArch) -> int:

@@ -140,6 +140,10 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
         "model": {
             "id": plan.arch.name,
             "num_parameters": P.num_parameters(plan.arch),
+            "num_parameters_from_config": P.num_config_parameters(plan.arch),
+            "found": plan.arch.checkpoint.where if plan.arch.checkpoint is not None else plan.arch.source,
+            "exact_parameter_count_source": (plan.arch.checkpoint.parameter_count_source or None)
+            if plan.arch.checkpoint is not None else None,
             "num_trainable_parameters": plan.models[Role.actor].num_trainable,
         },
         "gpu": {
