@@ -217,3 +217,14 @@ def test_the_plan_uses_the_exact_count_and_keeps_the_config_count(tmp_path: Path
     (tmp_path / "config.json").write_text(json.dumps(quantized))
     arch = load_model(str(tmp_path))  # packed int32 storage is no parameter count
     assert num_parameters(arch) == num_config_parameters(arch)
+
+
+def test_spec_model_revision_reaches_the_cache(hf_cache: Path) -> None:
+    from oomless.spec.load import parse_spec, resolve
+
+    make_cache_entry(hf_cache, "acme/tiny-llama", {"config.json": _config_bytes(TINY_LLAMA)})
+    make_cache_entry(hf_cache, "acme/tiny-llama", {"config.json": _config_bytes({**TINY_LLAMA, "hidden_size": 128})},
+                     branch="v2", commit="e" * 40)
+    spec = {"model": "acme/tiny-llama", "hardware": {"gpu": "H100-80GB", "gpus_per_node": 1}, "rollout": {"engine": "hf"}}
+    assert resolve(parse_spec(spec)).arch.hidden_size == 64
+    assert resolve(parse_spec({**spec, "model_revision": "v2"})).arch.hidden_size == 128

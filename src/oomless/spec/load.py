@@ -128,7 +128,7 @@ def _load_as(field_name: str, ref: str, base_dir: Path | None) -> ModelArch:
 def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
     """Resolve the models and the GPU. A relative model path is tried against ``base_dir``
     (the spec's folder) before the catalog, so a spec can sit next to its config.json."""
-    arch = load_model(_model_ref(spec.model, base_dir))
+    arch = load_model(_model_ref(spec.model, base_dir), spec.model_revision)
     gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu is not None else None
     check_against_arch(spec, arch)
     archs: dict[Role, ModelArch] = {}

@@ -322,7 +322,11 @@ class Ray(_Frozen):
 class RunSpec(_Frozen):
     """One RL fine-tuning run: model, hardware and every memory-relevant knob."""
 
-    model: str = Field(description="Catalog id (`oomless models`), a directory with config.json, or a config.json path.")
+    model: str = Field(description="Hugging Face id (local cache, then the Hub, then the shipped catalog: `oomless "
+                       "models`), a checkpoint or PEFT adapter folder, or a config.json path.")
+    model_revision: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        None, description="Hub revision (branch, tag or commit) of `model` (TRL/ms-swift `model_revision`). Default main."
+    )
     hardware: Hardware
     algorithm: Algorithm = Field(Algorithm.grpo, description="grpo | ppo | dapo | rloo. Default grpo.")
     finetune: Finetune = Finetune()
