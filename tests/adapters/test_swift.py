@@ -291,11 +291,13 @@ def test_vllm_mode_and_version_notes() -> None:
     assert spec["rollout"]["max_num_seqs"] == 256 and spec["rollout"]["cuda_graphs_in_budget"] is False
 
 
-def test_server_mode_without_a_rollout_command_needs_the_gpu_count() -> None:
+def test_server_mode_without_a_rollout_command_assumes_a_default_server() -> None:
     text = script({**BASE, "use_vllm": "true", "vllm_mode": "server", "vllm_server_host": "10.0.0.2"},
                   {"NPROC_PER_NODE": 4})
-    with pytest.raises(InputError, match="^--gpus-per-node: --vllm_mode server without a `swift rollout`"):
-        imported(text)
+    spec, _, notes = imported(text)
+    assert spec["rollout"]["engine"] == "vllm_separate" and spec["rollout"]["num_gpus"] == 1
+    assert spec["hardware"]["gpus_per_node"] == 5
+    assert any("without a `swift rollout` command: planned the trainer on NPROC_PER_NODE=4" in n for n in notes)
     spec = imported_spec(text, gpus_per_node=6)
     assert spec.rollout.engine.value == "vllm_separate" and spec.rollout.num_gpus == 2
     assert spec.rollout.gpu_memory_utilization == 0.9  # swift rollout's default

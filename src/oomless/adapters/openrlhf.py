@@ -271,8 +271,21 @@ def _groups(a: _Args, roles: list[str]) -> tuple[list[dict[str, Any]], int]:
                 groups.append({"roles": [role], "gpus_per_node": _per_node(a, flag)})
     if engines:
         nodes = int(a["actor_nodes"])
-        groups.append({"roles": ["vllm"], "gpus_per_node": -(-vllm_gpus // nodes)})
+        groups.append({"roles": ["vllm"], "gpus_per_node": max(-(-vllm_gpus // nodes), int(a["vllm_tp"]))})
     return groups, sum(g["gpus_per_node"] for g in groups)
+
+
+def _engine_gpus_per_node(a: _Args, out: N.Collected) -> int:
+    """GPUs per node of the vLLM engines: num_engines x tensor_parallel_size over the actor's
+    nodes, as `_groups` places them (OpenRLHF `create_vllm_engines`: one placement group
+    bundle per TP worker, all of an engine's workers on one node)."""
+    tp, nodes = int(a["vllm_tp"]), int(a["actor_nodes"])
+    per_node = -(-int(a["vllm_engines"]) * tp // nodes)
+    if per_node < tp:
+        out.notes.append(f"vLLM engines of tensor parallel {tp} on {per_node} GPU(s) per node: planned as {tp} GPUs "
+                         "of one node per engine")
+        return tp
+    return per_node
 
 
 def _training(a: _Args, out: N.Collected) -> None:
@@ -337,6 +350,8 @@ def _rollout(a: _Args, roles: list[str], out: N.Collected) -> None:
           "enforce_eager": bool(a["enforce_eager"]), "engine_in_trainer_process": False, "engine_starts_first": True}
     if colocated:
         ro["sleep_level"] = 1 if sleeps else 0
+    else:
+        ro["num_gpus"] = _engine_gpus_per_node(a, out)
     out.spec.setdefault("rollout", {}).update(ro)
     offloads = [c for c in ("ref_reward_offload", "ref_offload", "reward_offload") if a[c]]
     if a["ds_sleep"] and not offloads and {"reference", "reward"} & set(roles):

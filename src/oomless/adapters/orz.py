@@ -243,7 +243,7 @@ def _placement(v: dict[str, Any], roles: list[str], flags: HardwareFlags, out: N
         totals = _separate_groups(v, roles, gpus) + [(["vllm"], engines * tp)]
     total = sum(t for _, t in totals)
     nodes = flags.num_nodes or max(1, math.ceil(total / (flags.gpus_per_node or min(8, total))))
-    groups = [{"roles": r, "gpus_per_node": math.ceil(t / nodes)} for r, t in totals]
+    groups = [{"roles": r, "gpus_per_node": max(math.ceil(t / nodes), tp if r == ["vllm"] else 1)} for r, t in totals]
     per_node = sum(g["gpus_per_node"] for g in groups)
     if flags.gpus_per_node is None:
         out.notes.append(f"ORZ's config uses {total} GPUs: planned as {nodes} node(s) of {per_node} (--gpus-per-node/--nodes change it)")
@@ -258,7 +258,20 @@ def _placement(v: dict[str, Any], roles: list[str], flags: HardwareFlags, out: N
     }
     if colocate:
         ro["sleep_level"] = 1
+    else:
+        ro["num_gpus"] = _engine_gpus_per_node(groups, tp, out)
     out.spec.setdefault("rollout", {}).update(ro)
+
+
+def _engine_gpus_per_node(groups: list[dict[str, Any]], tp: int, out: N.Collected) -> int:
+    """The vLLM group's GPUs per node: num_engines x tensor_parallel_size spread over the nodes
+    (Ray places each engine's TP workers in one bundle group, `create_vllm_engines`)."""
+    per_node = next(g["gpus_per_node"] for g in groups if g["roles"] == ["vllm"])
+    if per_node < tp:
+        out.notes.append(f"vLLM engines of tensor parallel {tp} on {per_node} GPU(s) per node: planned as {tp} GPUs "
+                         "of one node per engine")
+        return tp
+    return per_node
 
 
 def _separate_groups(v: dict[str, Any], roles: list[str], gpus: dict[str, int]) -> list[tuple[list[str], int]]:

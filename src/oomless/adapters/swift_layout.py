@@ -169,12 +169,13 @@ def _server(run: Run, rollout_cmd: ShellCommand | None, hardware: Any) -> Layout
         run.flags.ignored.extend(f"swift rollout {line}" for line in server.leftover(ROLLOUT_NO_EFFECT))
     else:
         keys = engine(run, FlagReader({}, "swift rollout"))
-        if hardware.gpus_per_node is None or hardware.gpus_per_node <= run.nproc:
-            raise InputError("--gpus-per-node", f"--vllm_mode server without a `swift rollout` command: give the GPUs "
-                             f"per node counting the server's (more than NPROC_PER_NODE={run.nproc})")
-        gpus = hardware.gpus_per_node - run.nproc
-        run.notes.append(f"vLLM server on {gpus} GPU(s) per node with `swift rollout` defaults "
-                         f"(ms-swift {version_text(run.profile.version)})")
+        given = hardware.gpus_per_node is not None and hardware.gpus_per_node > run.nproc
+        gpus = hardware.gpus_per_node - run.nproc if given else keys["tensor_parallel_size"]
+        source = "--gpus-per-node" if given else "`swift rollout` defaults (tensor and data parallel 1)"
+        run.notes.append(f"--vllm_mode server without a `swift rollout` command: planned the trainer on "
+                         f"NPROC_PER_NODE={run.nproc} GPU(s) plus a separate vLLM server on {gpus} GPU(s) per node "
+                         f"from {source}, ms-swift {version_text(run.profile.version)}; give --gpus-per-node "
+                         f"(trainer + server) or add the `swift rollout` line to plan another server size")
     _check_visible(run)
     return Layout({"engine": "vllm_separate", "num_gpus": gpus, **keys, **weight_sync(run)}, run.nproc + gpus)
 

@@ -81,6 +81,32 @@ NOT_MODELLED = {
 }
 
 
+LEGACY_KEYS: dict[str, tuple[str, str]] = {
+    "use_liger_loss": ("use_liger_kernel", "TRL <= 0.2x (renamed use_liger_kernel, trl PR #4364)"),
+    "torch_dtype": ("dtype", "TRL <= 0.2x ModelConfig, transformers < 4.56 (renamed dtype)"),
+    "max_prompt_length": ("max_prompt_length", "TRL <= 0.2x: prompts were truncated to it (default 512); "
+                                               "read as the prompt bound"),
+}
+"""Keys of TRL 0.1x-0.2x GRPOConfig/ModelConfig that 1.x dropped or renamed, read with the
+meaning they had then. Source: trl 0.24.0 `trl/trainer/grpo_config.py` (max_prompt_length 512,
+use_liger_loss), `trl/trainer/model_config.py` (torch_dtype)."""
+
+
+def read_legacy(values: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``values`` with TRL 0.x keys renamed to their 1.x names (a 1.x key given too wins)."""
+    out = dict(values)
+    for old, (new, why) in LEGACY_KEYS.items():
+        if old not in out:
+            continue
+        notes.append(f"{old}: {why}")
+        value = out.pop(old)
+        if new == old:
+            out[f"legacy.{old}"] = value
+        else:
+            out.setdefault(new, value)
+    return out
+
+
 class Keys:
     """Config keys (YAML values or CLI strings) with typed access that records what was read."""
 
@@ -156,7 +182,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
     notes: list[str] = []
     trl_version, vllm, prompt_directive = _versions(read_directives(launch.directives_text), notes)
-    keys = Keys(launch.config)
+    keys = Keys(read_legacy(launch.config, notes))
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     ignored = launch.ignored + keys.leftover()
@@ -336,7 +362,11 @@ def _lengths(keys: Keys, arch: ModelArch, rollout: Mapping[str, Any], prompt_dir
              spec: dict[str, Any], notes: list[str]) -> dict[str, int]:
     completion = keys.int("max_completion_length", 512)
     if prompt_directive is not None:
+        keys.ignore("legacy.max_prompt_length", "the max_prompt_tokens directive bounds prompts instead")
         return {"max_prompt_tokens": prompt_directive, "max_completion_tokens": completion}
+    legacy = keys.int("legacy.max_prompt_length")
+    if legacy is not None:
+        return {"max_prompt_tokens": legacy, "max_completion_tokens": completion}
     images = VZ.max_image_tokens(arch.vision) if arch.vision is not None else 0
     bound = rollout.get("max_model_len") or arch.max_position_embeddings
     notes.append(f"no `max_prompt_tokens=` directive: prompts up to {bound} - {completion} - {images} tokens "
