@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from oomless.catalog.gpus import gpu_ids
-from oomless.catalog.models import catalog_ids
+from oomless.catalog.resolve import catalog_ids
 from oomless.cli.main import app
 from oomless.spec.run import RunSpec
 
@@ -17,9 +17,33 @@ from oomless.spec.run import RunSpec
 def test_models_lists_every_catalog_id(runner: CliRunner) -> None:
     result = runner.invoke(app, ["models"])
     assert result.exit_code == 0, result.output
-    listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    rows, _, footer = result.stdout.rstrip().rpartition("\n\n")
+    listed = [line.split()[0] for line in rows.splitlines() if line.strip()]
     assert listed == list(catalog_ids())
+    assert footer.startswith(f"{len(listed)} shipped")
     assert "Qwen/Qwen2.5-1.5B-Instruct" in listed
+
+
+def test_models_id_shows_one_model_as_json(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["models", "Qwen/Qwen2.5-VL-7B-Instruct", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["num_layers"] == 28 and shown["num_kv_heads"] == 4
+    assert shown["kv_cache_bytes_per_token"] == 2 * 28 * 4 * 128 * 2  # K and V, layers, KV heads, head dim, bf16
+    assert shown["vision_tokens_per_image"] > 0 and shown["found"].startswith("catalog:")
+
+
+def test_models_unknown_id_offline_is_one_line(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["models", "acme/no-such-model"])
+    assert result.exit_code == 2
+    assert "not found" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_models_list_as_json(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["models", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    assert len(rows) >= 150 and {"id", "num_parameters", "num_layers", "model_type", "vision"} <= set(rows[0])
 
 
 def test_gpus_lists_every_catalog_id(runner: CliRunner) -> None:

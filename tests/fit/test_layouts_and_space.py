@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from oomless.catalog.models import load_model
+from oomless.catalog.resolve import load_model
 from oomless.fit.layouts import batch_splits, layouts
 from oomless.fit.overrides import apply, changed
 from oomless.fit.space import math_levels

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from oomless.catalog.gpus import gpu_ids
-from oomless.catalog.models import catalog_ids
+from oomless.catalog.resolve import catalog_ids
 
 CI_EXAMPLES = 40
 """Examples per property in CI; the whole fuzz folder stays under ~60 s on 2 cores."""

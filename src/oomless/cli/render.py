@@ -66,6 +66,8 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
     out.print(f"Micro-batches per GPU: {_batch_line(plan)}")
     if plan.typical is not None:
         out.print(f"Typical batch: {_batch_line(plan.typical)}")
+    if plan.timeline is not None and (plan.timeline.growth or plan.timeline.save_bytes):
+        out.print(f"Host RAM over steps: {plan.timeline.message()}")
     binding = plan.binding
     if plan.worst_fits:
         out.print(f"[bold green]FITS[/] — tightest: {_constraint_line(binding)}; margin {format_bytes(binding.margin_bytes)}")

@@ -122,7 +122,7 @@ def _binding_note(plan: Plan, phase: str) -> list[str]:
     if plan.fits:
         return []
     b = plan.binding
-    if phase in PHASE_ORDER and PHASE_ORDER.index(b.phase) < PHASE_ORDER.index(phase):
+    if phase in PHASE_ORDER and b.phase in PHASE_ORDER and PHASE_ORDER.index(b.phase) < PHASE_ORDER.index(phase):
         return [f"the plan expects the run to fail earlier, at {b.phase} on the {b.device_role} {b.device} ({b.message})"]
     return []
 

@@ -32,9 +32,15 @@ from .host_phases import host_limit_bytes, host_phases
 from .risk import BatchRisk, batch_risk, typical_lengths
 from .roles import Group, RoleModel, placement_groups, role_models
 from .shape import RunShape, limit_lengths, run_shape
+from .timeline import Timeline, host_timeline
 
 PHASE_ORDER = ("load", "rollout", "logprob", "critic_train", "train", "optimizer", "weight_sync")
 """Phases of one step in time order (load happens once, before the first step)."""
+
+
+def _phase_rank(phase: str) -> int:
+    """Position in a step; the timeline's "steps" constraint comes after every phase."""
+    return PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER)
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,8 @@ class Plan:
     """The same run on a typical batch, when it differs from the worst one."""
     risk: BatchRisk | None = None
     """The chance of a batch that does not fit, when the worst does not and a typical one does."""
+    timeline: Timeline | None = None
+    """Host RAM over the run's steps: growth terms and checkpoint saves (`planner.timeline`)."""
 
     @property
     def worst_fits(self) -> bool:
@@ -147,7 +155,7 @@ class Plan:
         broken = self.violations
         if broken:
             order = {id(c): i for i, c in enumerate(self.constraints)}
-            return min(broken, key=lambda c: (c.first_step, PHASE_ORDER.index(c.phase), order[id(c)]))
+            return min(broken, key=lambda c: (c.first_step, _phase_rank(c.phase), order[id(c)]))
         return min(self.constraints, key=lambda c: c.margin_bytes)
 
     @property
@@ -266,4 +274,15 @@ def plan_batch(
             message="host RAM per node" + (" against Ray's kill threshold" if spec.ray.enabled else ""),
         ))
     engine = budget if spec.rollout.engine != RolloutEngine.hf else None
-    return Plan(spec, arch, gpu, shape, models, tuple(devices), host, tuple(constraints), engine)
+    plan = Plan(spec, arch, gpu, shape, models, tuple(devices), host, tuple(constraints), engine)
+    timeline = host_timeline(plan)
+    if timeline.crossing_step is None or timeline.limit_bytes is None:
+        return dataclasses.replace(plan, timeline=timeline)
+    step = timeline.crossing_step
+    over = Constraint(
+        phase="steps", device="host", device_role="node",
+        component=timeline.growth[0].name if timeline.growth else "checkpoint_save",
+        required_bytes=timeline.host_bytes_at(step), available_bytes=timeline.limit_bytes,
+        message=timeline.message(), first_step=step,
+    )
+    return dataclasses.replace(plan, constraints=(*constraints, over), timeline=timeline)

@@ -120,6 +120,18 @@ def _vllm(plan: Plan) -> dict[str, Any] | None:
     }
 
 
+def _timeline(plan: Plan) -> dict[str, Any] | None:
+    t = plan.timeline
+    if t is None:
+        return None
+    return {
+        "horizon_steps": t.horizon_steps, "base_bytes": t.base_bytes, "limit_bytes": t.limit_bytes,
+        "growth": [{"name": g.name, "bytes_per_step": g.bytes_per_step, "source": g.source} for g in t.growth],
+        "save_every_steps": t.save_every, "save_bytes": t.save_bytes, "crossing_step": t.crossing_step,
+        "message": t.message(),
+    }
+
+
 def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
     binding = plan.binding
     host_peak = plan.host.peak_phase
@@ -132,6 +144,7 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
         "worst_case": _batch(plan),
         "typical": _typical(plan),
         "batch_risk": _risk(plan),
+        "timeline": _timeline(plan),
         "binding": _constraint(binding),
         "margin_bytes": binding.margin_bytes,
         "violations": [_constraint(c) for c in plan.violations],

@@ -4,7 +4,7 @@ saves; the first step at which the node's limit (Ray's kill threshold, else RAM)
 A step here is one rollout round with its updates (verl/EasyR1's training step; TRL's optimizer
 step unless ``steps_per_generation`` reuses a round): leaks grow per round.
 
-Pure: a ``Plan`` in, a ``Timeline`` out. Each growth term comes from ``timeline.growth`` with
+Pure: a ``Plan`` in, a ``Timeline`` out (``make_plan`` adds its crossing as a constraint). Each growth term comes from ``memory.growth`` with
 its source; the horizon is ``schedule.max_steps`` (without it one step is planned and growth
 is reported per step but not judged).
 """
@@ -12,11 +12,14 @@ is reported per step but not judged).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..memory import growth as G
 from ..memory import vision_tokens as VT
-from ..planner.plan import Plan
 from ..spec.run import Role, RolloutEngine, RunSpec
-from . import growth as G
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Memory that grows with the step count, and memory that comes back at every checkpoint.
 
 Pure functions of integers, one term each, bytes per node. The step timeline
-(``timeline.steps``) adds them to a plan's steady host peak.
+(``planner.timeline``) adds them to a plan's steady host peak.
 
 Terms:
 

@@ -10,8 +10,8 @@ import yaml
 
 from oomless.planner.plan import make_plan
 from oomless.spec.load import parse_spec, resolve
-from oomless.timeline import growth as G
-from oomless.timeline.steps import host_timeline, prompts_per_node_per_round, rounds_in
+from oomless.memory import growth as G
+from oomless.planner.timeline import host_timeline, prompts_per_node_per_round, rounds_in
 
 GiB = 1 << 30
 
@@ -95,3 +95,18 @@ def test_checkpoint_saves_enter_the_timeline() -> None:
     assert timeline.save_every == 10 and timeline.save_bytes > 0
     only_model = host_timeline(_plan({"schedule.max_steps": 100, "schedule.save_steps": 10, "schedule.save_only_model": True}))
     assert 0 < only_model.save_bytes < timeline.save_bytes
+
+
+def test_a_crossing_within_the_run_is_the_verdict_and_named_in_json() -> None:
+    from oomless.planner.report import plan_to_dict
+
+    plan = _plan({"rollout.vllm_version": "0.7.3", "rollout.samples_per_request": 5, "schedule.max_steps": 200,
+                  "batch.steps_per_generation": 320, "batch.gradient_accumulation_steps": 80})
+    assert plan.timeline is not None and plan.timeline.crossing_step is not None
+    assert not plan.fits and plan.binding.phase == "steps"
+    assert plan.binding.first_step == plan.timeline.crossing_step
+    doc = plan_to_dict(plan)
+    assert doc["timeline"]["crossing_step"] == plan.timeline.crossing_step
+    assert doc["timeline"]["growth"][0]["source"].startswith("vllm#14353")
+    short = _plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 1})
+    assert short.timeline.crossing_step is None
