@@ -146,7 +146,7 @@ def cause(reason: str) -> str:
 def _groups(outcomes: list[Outcome]) -> dict[tuple[str, str], list[Outcome]]:
     groups: dict[tuple[str, str], list[Outcome]] = {}
     for o in outcomes:
-        groups.setdefault((o.framework, o.version), []).append(o)
+        groups.setdefault((o.id.split("/")[0], o.version), []).append(o)  # open-r1 apart from trl
     return groups
 
 
@@ -183,7 +183,7 @@ def render_doc(outcomes: list[Outcome], manifest: list[dict[str, Any]]) -> str:
         "",
         "## Per framework and version",
         "",
-        "| framework | version | files | fits | does not fit | refused | crash/timeout | warnings |",
+        "| corpus (--from) | version | files | fits | does not fit | refused | crash/timeout | warnings |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (framework, version), group in _groups(outcomes).items():
