@@ -83,14 +83,14 @@ def main(folder: Path) -> None:
     version = verl.name.split("-")[1]
     text = HEADER.format(doc=f"verl {version}: every key of ppo_trainer with its default.", what=f"verl {version}")
     text += f"VERSION = {version!r}\nSOURCE = 'verl/trainer/config/_generated_ppo_trainer.yaml'\nDEFAULTS = " + pprint.pformat(verl_keys(verl), width=110, sort_dicts=True) + "\n"
-    (OUT / "verl_keys.py").write_text(text)
+    (OUT / "verl" / "keys.py").write_text(text)
     tables = {}
     for w in wheels:
         if w.name.startswith("openrlhf-"):
             tables[w.name.split("-")[1]] = openrlhf_flags(w)
     text = HEADER.format(doc="OpenRLHF train_ppo_ray flags (type, default, action, choices, nargs) per version.", what="openrlhf")
     text += "SOURCE = 'openrlhf/cli/train_ppo_ray.py'\nFLAGS = " + pprint.pformat(tables, width=110, sort_dicts=True) + "\n"
-    (OUT / "openrlhf_flags.py").write_text(text)
+    (OUT / "openrlhf" / "keys.py").write_text(text)
 
 
 if __name__ == "__main__":

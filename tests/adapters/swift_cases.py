@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from oomless.adapters import HardwareFlags
-from oomless.adapters.swift import import_text
+from oomless.adapters.swift.reader import import_text
 from oomless.spec.load import parse_spec
 from oomless.spec.run import RunSpec
 

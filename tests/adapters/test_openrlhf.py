@@ -10,8 +10,8 @@ import pytest
 from oomless.adapters import HardwareFlags, import_native
 from oomless.adapters import _native as N
 from oomless.adapters import common
-from oomless.adapters.openrlhf import CLASSIC, DOTTED, MARKERS, _parse_args
-from oomless.adapters.openrlhf_flags import FLAGS
+from oomless.adapters.openrlhf.reader import CLASSIC, DOTTED, MARKERS, _parse_args
+from oomless.adapters.openrlhf.keys import FLAGS
 from oomless.errors import InputError
 from tests.adapters.native_helpers import DATA, check_golden, imported, round_trip
 

@@ -1,7 +1,7 @@
 """The ms-swift adapter: import of `swift rlhf` scripts, export back, golden files, round trips.
 
 ms-swift cannot be installed beside TRL 1.16 (it needs trl < 1.0), so exported scripts are
-checked against golden files and against `swift_flags.FLAGS` (each flag with the ms-swift
+checked against golden files and against `swift.keys.FLAGS` (each flag with the ms-swift
 versions that have it and the file defining it) instead of ms-swift's own parser.
 """
 
@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomless.adapters import HardwareFlags, export_native, import_native
-from oomless.adapters import swift_flags as SF
+from oomless.adapters.swift import keys as SF
 from oomless.adapters.common import parse_flags, parse_shell, parse_version, read_directives
 from oomless.adapters.round_trip import same_spec_dict
-from oomless.adapters.swift_export import export_files
+from oomless.adapters.swift.writer import export_files
 from oomless.errors import InputError
 from oomless.memory import vision as VZ
 from oomless.catalog.resolve import load_model
@@ -115,7 +115,7 @@ def exported_flags(text: str) -> tuple[tuple[int, ...], list[str]]:
 def assert_flags_known(text: str) -> None:
     version, names = exported_flags(text)
     for name in names:
-        assert name in SF.FLAGS, f"--{name} is not in swift_flags.FLAGS"
+        assert name in SF.FLAGS, f"--{name} is not in swift.keys.FLAGS"
         first, gone, source = SF.FLAGS[name]
         assert first <= version and (gone is None or version < gone), f"--{name} is not in ms-swift {version} ({source})"
 
@@ -223,7 +223,7 @@ def overlay_files(files: dict[str, str]) -> dict[str, str]:
 
 
 def _reimport(files: dict[str, str], gpu: str = "A100-80GB") -> dict:
-    from oomless.adapters.swift import import_text
+    from oomless.adapters.swift.reader import import_text
 
     return import_text(files["run_grpo.sh"], Path("."), HardwareFlags(gpu=gpu), "run_grpo.sh",
                        overlay_files(files))[0]

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomless.adapters import HardwareFlags, export_native, import_native
-from oomless.adapters.trl import import_path
-from oomless.adapters.trl_export import export_files
+from oomless.adapters.trl.reader import import_path
+from oomless.adapters.trl.writer import export_files
 from oomless.errors import InputError
 from oomless.spec.enums import LogitsMode
 from oomless.spec.load import load_run, parse_spec

@@ -120,7 +120,7 @@ def _verl_python() -> str | None:
 def test_verl_accepts_the_exported_yaml(tmp_path: Path, source: str) -> None:
     python = _verl_python()
     if python is None:
-        pytest.skip("verl is not installed (pip install --no-deps verl==0.9.1; see adapters/verl.py)")
+        pytest.skip("verl is not installed (pip install --no-deps verl==0.9.1; see adapters/verl/reader.py)")
     spec = imported("verl", SCRIPT, gpu="H100-80GB")
     if source == "offload":  # (LoRA needs vLLM and a PPO critic the hub to validate: not here)
         data = spec.model_dump(mode="json")

@@ -1,10 +1,15 @@
 """Adapters to the configs of other frameworks: read them into a run spec, write a spec back.
 
-One module per framework (`swift`, `trl`, `verl`, `easyr1`, `openrlhf`, `orz`, `vlmr1`), each a set of
-pure functions with golden-file tests and version notes. Core code never branches on a
-framework's name; the CLI reaches a framework only through `import_native` / `export_native`.
+One package per framework (`swift`, `trl`, `verl`, `easyr1`, `openrlhf`, `orz`, `vlmr1`), each
+holding its `reader` (config → spec), `writer` (spec → config) and `keys` (the framework's key or
+flag table with defaults and sources); pure functions with golden-file tests and version notes.
+The reader never imports the writer. Scripts, flags, Hydra configs and versions are read by the
+shared `oomless.frontends`; `common`, `_native`, `args`, `deepspeed_json` and `round_trip` are
+what several adapters share. Core code never branches on a framework's name and the planner
+never imports an adapter; the CLI reaches a framework only through `import_native` /
+`export_native`. Names accepted for `--from`: the package names and the aliases in `ALIASES`.
 
-A framework module provides:
+A framework package provides:
     SUPPORTED_VERSIONS: str                          # the version range its defaults follow
     def import_config(path: Path, hardware: HardwareFlags) -> ImportResult
     def export_spec(spec: RunSpec, out_dir: Path, force: bool) -> list[Path]
@@ -20,6 +25,9 @@ from typing import Any
 from ..errors import InputError
 
 FRAMEWORKS = ("swift", "trl", "verl", "easyr1", "openrlhf", "orz", "vlmr1")
+ALIASES = {"ms-swift": "swift", "ms_swift": "swift", "open-reasoner-zero": "orz", "open_reasoner_zero": "orz",
+           "vlm-r1": "vlmr1", "vlm_r1": "vlmr1"}
+"""Other spellings of a framework's name (its PyPI or repository name)."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,18 @@ class ImportResult:
     """Defaults applied and assumptions made, one line each."""
 
 
+def canonical(framework: str) -> str:
+    """The adapter name of ``framework`` (case-insensitive; `ms-swift` → `swift`, `open-reasoner-zero` → `orz`)."""
+    name = framework.strip().lower()
+    name = ALIASES.get(name, name)
+    if name not in FRAMEWORKS:
+        allowed = ", ".join([*FRAMEWORKS, *ALIASES])
+        raise InputError("--from", f"unknown framework {framework!r}; allowed: {allowed}")
+    return name
+
+
 def _module(framework: str) -> Any:
-    if framework not in FRAMEWORKS:
-        raise InputError("--from", f"unknown framework {framework!r}; allowed: {', '.join(FRAMEWORKS)}")
+    framework = canonical(framework)
     try:
         return importlib.import_module(f"{__name__}.{framework}")
     except ModuleNotFoundError as err:

@@ -6,7 +6,7 @@ gives `NPROC_PER_NODE` (training processes per node, default 1), `NNODES`, `CUDA
 `MAX_PIXELS`/`MIN_PIXELS`. A `swift rollout` command in the same script is the vLLM server of
 `--vllm_mode server`. The ms-swift and vLLM versions come from a comment line
 `# oomless: ms-swift==3.4 vllm==0.8.5` (default: ms-swift 4.6 and the vLLM of its time, see
-`swift_flags.Profile`); the GPU type and host RAM from `--gpu`/`--host-ram`.
+`keys.Profile`); the GPU type and host RAM from `--gpu`/`--host-ram`.
 
 Layouts (where vLLM runs):
 - ms-swift >= 3.5: `--vllm_mode colocate` (one engine per training rank, in its process) or
@@ -17,7 +17,7 @@ Layouts (where vLLM runs):
   uses that GPU too, the engine shares it with the last rank (its own process); otherwise vLLM
   has the GPU to itself.
 
-Assumes (besides `swift_flags`' sources): `--max_length` bounds prompt + image tokens +
+Assumes (besides `keys`' sources): `--max_length` bounds prompt + image tokens +
 completion (the seeds' reading), unset it is the model's `max_position_embeddings`; one image per
 prompt at MAX_PIXELS; `--torch_dtype` unset means bf16. Export writes the newest ms-swift
 version whose script reads back to the same spec, and checks that it does.
@@ -30,38 +30,31 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..catalog.models import ModelArch
-from ..catalog.resolve import load_model
-from ..errors import InputError
-from ..memory import constants as MC
-from ..memory import vision as VZ
-from . import swift_flags as SF
-from . import swift_layout
-from .swift_layout import Run
-from .args import FlagReader, hf_optimizer
-from .common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
-from .deepspeed_json import distribution_from_deepspeed
+from ...catalog.models import ModelArch
+from ...catalog.resolve import load_model
+from ...errors import InputError
+from ...memory import constants as MC
+from ...memory import vision as VZ
+from . import keys as SF
+from . import layout as swift_layout
+from .layout import Run
+from ..args import FlagReader, hf_optimizer
+from ..common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
+from ..deepspeed_json import distribution_from_deepspeed
 
 SUPPORTED_VERSIONS = ">=3.2,<5"
 """ms-swift releases whose defaults this adapter applies (3.2-3.4 num_infer_workers layouts,
-3.5+ vllm_mode, 4.x tuner_type and swift/config presets); sources in `swift_flags`."""
+3.5+ vllm_mode, 4.x tuner_type and swift/config presets); sources in `keys`."""
 
 ReadFile = Callable[[str], str]
 
 
 def import_config(path: Path, hardware: Any) -> Any:
-    from . import ImportResult
+    from .. import ImportResult
 
     text = read_text(path)
     spec, ignored, notes = import_text(text, path.resolve().parent, hardware, str(path))
     return ImportResult(spec, tuple(ignored), tuple(notes))
-
-
-def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    from .swift_export import export_files
-    from .common import write_new_files
-
-    return write_new_files({out_dir / name: text for name, text in export_files(spec).items()}, force)
 
 
 # --- import ----------------------------------------------------------------------------------

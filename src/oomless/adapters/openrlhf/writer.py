@@ -12,10 +12,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import _native as N
-from . import common as C
-from .openrlhf import CLASSIC, DOTTED, FLAG
+from ...errors import InputError
+from .. import _native as N
+from .. import common as C
+from .reader import CLASSIC, DOTTED, FLAG
 
 
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
@@ -49,7 +49,7 @@ def _script(spec: Any, canon: dict[str, Any], version: str, dotted: bool) -> str
 
 
 def _groups(spec: Any) -> list[tuple[str, ...]]:
-    from ..planner.roles import placement_groups
+    from ...planner.roles import placement_groups
 
     return [tuple(r.value for r in g.roles) for g in placement_groups(spec)]
 
@@ -105,7 +105,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
 
 
 def _gpus_per_group(spec: Any) -> dict[tuple[str, ...], int]:
-    from ..planner.roles import placement_groups
+    from ...planner.roles import placement_groups
 
     return {tuple(r.value for r in g.roles): g.gpus_per_node for g in placement_groups(spec)}
 

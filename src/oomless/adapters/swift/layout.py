@@ -1,6 +1,6 @@
 """Where ms-swift puts vLLM: the spec's `rollout` (and `placement`) from a `swift rlhf` command.
 
-See the `swift` module docstring for the layouts of each version; sources in `swift_flags`.
+See the `swift.reader` docstring for the layouts of each version; sources in `keys`.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog.models import ModelArch
-from ..errors import InputError
-from . import swift_flags as SF
-from .args import FlagReader
-from .common import ShellCommand, parse_flags, to_int, to_json, version_text
+from ...catalog.models import ModelArch
+from ...errors import InputError
+from . import keys as SF
+from ..args import FlagReader
+from ..common import ShellCommand, parse_flags, to_int, to_json, version_text
 
 VLLM_ONLY = (
     "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_max_model_len",

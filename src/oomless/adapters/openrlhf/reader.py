@@ -2,7 +2,7 @@
 
 Classic flags (`--colocate_all_models`, `--vllm_num_engines`, ...) are OpenRLHF 0.8.0–0.10.1;
 dotted flags (`--train.colocate_all`, `--vllm.num_engines`, ...) are 0.10.2–0.11.2 (renamed in
-commit ed62d0e2). Every flag's type, default and choices come from `openrlhf_flags.py`, read
+commit ed62d0e2). Every flag's type, default and choices come from `keys.py`, read
 from `openrlhf/cli/train_ppo_ray.py` of the 0.8.11, 0.10.1 and 0.11.2 wheels (PyPI).
 
 Placement, as `train()` in that file builds it: with colocate_all every model and the vLLM
@@ -24,11 +24,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import HardwareFlags, ImportResult
-from . import _native as N
-from . import common as C
-from .openrlhf_flags import FLAGS
+from ...errors import InputError
+from .. import HardwareFlags, ImportResult
+from .. import _native as N
+from .. import common as C
+from .keys import FLAGS
 
 SUPPORTED_VERSIONS = "OpenRLHF 0.8.0 to 0.10.1 (classic flags; defaults of 0.8.11 / 0.10.1) and 0.10.2 to 0.11.2 (dotted flags; defaults of 0.11.2)"
 LOWEST, HIGHEST, FIRST_DOTTED = "0.8.0", "0.11.2", (0, 10, 2)
@@ -359,10 +359,3 @@ def _rollout(a: _Args, roles: list[str], out: N.Collected) -> None:
     if offloads and not a["ds_sleep"]:
         for canon in offloads:
             out.ignore(a.name(canon), True, "offloading only the reference/reward model is not modelled; planned resident")
-
-
-def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    """Launch scripts in both flag styles; see `openrlhf_export`."""
-    from .openrlhf_export import export_spec as write
-
-    return write(spec, out_dir, force)

@@ -32,14 +32,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..catalog.models import ModelArch
-from ..catalog.resolve import load_model
-from ..errors import InputError
-from ..memory import vision as VZ
-from . import trl_launch as TL
-from .args import hf_optimizer
-from .common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
-from .deepspeed_json import distribution_from_deepspeed
+from ...catalog.models import ModelArch
+from ...catalog.resolve import load_model
+from ...errors import InputError
+from ...memory import vision as VZ
+from . import launch as TL
+from ..args import hf_optimizer
+from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
+from ..deepspeed_json import distribution_from_deepspeed
 
 SUPPORTED_VERSIONS = ">=1.0,<2"
 """TRL 1.x; defaults of 1.16.0 (earlier 1.x releases may differ in batch and vLLM defaults)."""
@@ -152,17 +152,10 @@ class Keys:
 
 
 def import_config(path: Path, hardware: Any) -> Any:
-    from . import ImportResult
+    from .. import ImportResult
 
     spec, ignored, notes = import_path(path, hardware)
     return ImportResult(spec, tuple(ignored), tuple(notes))
-
-
-def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    from .common import write_new_files
-    from .trl_export import export_files
-
-    return write_new_files({out_dir / name: text for name, text in export_files(spec).items()}, force)
 
 
 def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = None) -> tuple[dict, list, list]:

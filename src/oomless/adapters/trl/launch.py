@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..catalog.models import ModelArch
-from ..errors import InputError
-from .common import ShellCommand, load_yaml_mapping, parse_flags, parse_shell, to_bool, to_float, to_int
-from .deepspeed_json import distribution_from_deepspeed
+from ...catalog.models import ModelArch
+from ...errors import InputError
+from ..common import ShellCommand, load_yaml_mapping, parse_flags, parse_shell, to_bool, to_float, to_int
+from ..deepspeed_json import distribution_from_deepspeed
 
 if TYPE_CHECKING:
-    from .trl import Keys
+    from .reader import Keys
 
 GRAPHS_IN_BUDGET = (0, 21)
 COLOCATE_MAX_NUM_BATCHED_TOKENS = 4096

@@ -20,50 +20,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import HardwareFlags, ImportResult
-from . import _native as N
-from . import common as C
-from ..frontends import hydra as H
+from ...errors import InputError
+from .. import HardwareFlags, ImportResult
+from .. import _native as N
+from .. import common as C
+from ...frontends import hydra as H
+from .keys import DEFAULTS, NO_MEMORY_EFFECT, ACT, ROL, REF
 
 SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them)"
 LOWEST, HIGHEST = "0.3.0", "0.3.3"
 
-ACT, ROL, REF = "worker.actor", "worker.rollout", "worker.ref"
-DEFAULTS: dict[str, Any] = {
-    "data.max_prompt_length": 512, "data.max_response_length": 512, "data.rollout_batch_size": 512,
-    "data.max_pixels": 4194304, "data.min_pixels": 262144,
-    "algorithm.adv_estimator": "grpo", "algorithm.disable_kl": False, "algorithm.use_kl_loss": False,
-    "algorithm.kl_coef": 1e-3,
-    "trainer.nnodes": 1, "trainer.n_gpus_per_node": 8,
-    f"{ACT}.global_batch_size": 256, f"{ACT}.micro_batch_size_per_device_for_update": 4,
-    f"{ACT}.micro_batch_size_per_device_for_experience": 16, f"{ACT}.padding_free": True,
-    f"{ACT}.dynamic_batching": True, f"{ACT}.ulysses_size": 1, f"{ACT}.ulysses_sequence_parallel_size": 1,
-    f"{ACT}.ppo_epochs": 1, f"{ACT}.model.model_path": None, f"{ACT}.model.enable_gradient_checkpointing": True,
-    f"{ACT}.model.freeze_vision_tower": False, f"{ACT}.model.lora.rank": 0, f"{ACT}.model.lora.alpha": 16,
-    f"{ACT}.model.lora.target_modules": "all-linear", f"{ACT}.optim.strategy": "adamw",
-    f"{ACT}.fsdp.enable_full_shard": True, f"{ACT}.fsdp.enable_cpu_offload": False,
-    f"{ACT}.fsdp.enable_rank0_init": True, f"{ACT}.fsdp.torch_dtype": None,
-    f"{ACT}.offload.offload_params": False, f"{ACT}.offload.offload_optimizer": False,
-    f"{ROL}.n": 1, f"{ROL}.gpu_memory_utilization": 0.6, f"{ROL}.tensor_parallel_size": 2,
-    f"{ROL}.max_num_batched_tokens": 8192, f"{ROL}.max_model_len": None, f"{ROL}.enforce_eager": False,
-    f"{ROL}.limit_images": 0, f"{ROL}.enable_chunked_prefill": False,
-    f"{REF}.fsdp.enable_cpu_offload": False, f"{REF}.offload.offload_params": False,
-    "worker.critic.model.model_path": None,
-}
-NO_MEMORY_EFFECT = (
-    "data.train_files", "data.val_files", "data.prompt_key", "data.answer_key", "data.image_key", "data.val_batch_size",
-    "data.shuffle", "data.seed", "data.format_prompt", "data.filter_overlong_prompts", "data.rollout_batch_size",
-    "data.format_prompt_path",
-    "algorithm.use_kl_loss", "algorithm.kl_penalty", "algorithm.kl_type", "algorithm.gamma", "algorithm.lam",
-    f"{ACT}.global_batch_size", f"{ACT}.max_grad_norm", f"{ACT}.padding_free", f"{ACT}.dynamic_batching",
-    f"{ACT}.ppo_epochs", f"{ACT}.model.trust_remote_code", f"{ACT}.optim.lr", f"{ACT}.optim.weight_decay",
-    f"{ACT}.optim.lr_warmup_ratio", f"{ROL}.temperature", f"{ROL}.top_p", f"{ROL}.enable_chunked_prefill",
-    "worker.reward.", "trainer.total_episodes", "trainer.max_steps", "trainer.project_name",
-    "trainer.experiment_name", "trainer.logger", "trainer.val_", "trainer.save_", "trainer.load_",
-    "trainer.critic_warmup", f"{ROL}.val_override_config", f"{ROL}.top_k", f"{ROL}.seed", f"{ROL}.ignore_eos",
-    f"{ROL}.disable_", f"{ROL}.dtype", f"{ROL}.name",
-)
 ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 
 
@@ -207,68 +173,3 @@ def _report_special(key: str, value: Any, user: dict[str, Any], out: N.Collected
         out.ignore(key, value, "bf16 optimizer states over fp32 parameters are planned as adamw")
     elif key in (f"{ACT}.ulysses_size", f"{ACT}.ulysses_sequence_parallel_size") and value != 1:
         out.ignore(key, value, "sequence parallelism is not modelled (activations planned unsplit)")
-
-
-def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    """An EasyR1 config (examples/config.yaml layout) with the memory knobs set."""
-    head = N.header([
-        f"EasyR1 config written by `oomless export --to easyr1` for {spec.model}.",
-        "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
-        "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
-        "Fill in data.train_files / data.val_files and worker.reward before training.",
-    ])
-    return [C.write_new_file(out_dir / "easyr1_config.yaml", head + N.dump_yaml(_spec_to_config(spec)), force)]
-
-
-def _spec_to_config(spec: Any) -> dict[str, Any]:
-    fw = "easyr1"
-    strategy = C.require(spec, "distribution.strategy", ("fsdp", "zero2"), fw)
-    C.require(spec, "rollout.engine", ("vllm_colocate",), fw)
-    C.require(spec, "rollout.sleep_level", (1,), fw)
-    C.require(spec, "rollout.engine_in_trainer_process", (True,), fw)
-    C.require(spec, "attention", ("flash_attention_2",), fw)
-    precision = C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
-    C.require(spec, "optimizer", ("adamw",), fw)
-    C.require(spec, "finetune.method", ("full", "lora"), fw)
-    algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
-    C.require(spec, "ray.enabled", (True,), fw)
-    C.require(spec, "rollout.max_num_seqs", (None,), fw)
-    C.require(spec, "placement.groups", (None,), fw)
-    dist, ro, ft = spec.distribution, spec.rollout, spec.finetune
-    if dist.offload_params != dist.offload_optimizer:
-        raise InputError("distribution.offload_params", "EasyR1 offloads parameters and optimizer together (fsdp.enable_cpu_offload)")
-    world, micro = spec.hardware.gpus_per_node * spec.hardware.num_nodes, spec.batch.micro_batch_size
-    model: dict[str, Any] = {"model_path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
-                             "freeze_vision_tower": spec.vision.freeze_tower}
-    if ft.method.value == "lora":
-        model["lora"] = {"rank": ft.lora_rank, "alpha": ft.lora_alpha,
-                         "target_modules": ft.lora_targets if isinstance(ft.lora_targets, str) else ",".join(ft.lora_targets)}
-    fsdp = {"enable_full_shard": strategy == "fsdp", "enable_cpu_offload": dist.offload_params,
-            "enable_rank0_init": dist.rank0_init}
-    if precision == "bf16":
-        fsdp["torch_dtype"] = "bf16"
-    rollout: dict[str, Any] = {"n": spec.batch.num_generations, "gpu_memory_utilization": ro.gpu_memory_utilization,
-                               "tensor_parallel_size": ro.tensor_parallel_size, "enforce_eager": ro.enforce_eager,
-                               "max_num_batched_tokens": ro.max_num_batched_tokens or DEFAULTS[f"{ROL}.max_num_batched_tokens"],
-                               "limit_images": ro.limit_images_per_prompt or 0}
-    if ro.max_model_len is not None:
-        rollout["max_model_len"] = ro.max_model_len
-    config: dict[str, Any] = {
-        "data": {"max_prompt_length": spec.lengths.max_prompt_tokens, "max_response_length": spec.lengths.max_completion_tokens,
-                 "rollout_batch_size": world * micro, "max_pixels": spec.vision.max_pixels or DEFAULTS["data.max_pixels"],
-                 "min_pixels": spec.vision.min_pixels or DEFAULTS["data.min_pixels"]},
-        "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "disable_kl": spec.kl_beta == 0,
-                      "kl_coef": spec.kl_beta if spec.kl_beta > 0 else DEFAULTS["algorithm.kl_coef"]},
-        "worker": {
-            "actor": {"global_batch_size": world * micro, "micro_batch_size_per_device_for_update": micro,
-                      "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
-                      "model": model, "optim": {"strategy": "adamw_bf16" if precision == "bf16" else "adamw"},
-                      "fsdp": fsdp, "offload": {"offload_params": ro.offload_model, "offload_optimizer": ro.offload_optimizer}},
-            "rollout": rollout,
-            "ref": {"offload": {"offload_params": ro.offload_model}},
-        },
-        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes},
-    }
-    if algorithm == "ppo":
-        config["worker"]["critic"] = {"model": {"model_path": spec.critic.model or spec.model}}
-    return config

@@ -11,14 +11,14 @@ from typing import Any
 
 import yaml
 
-from ..catalog.resolve import load_model
-from ..errors import InputError
-from ..spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
-from .common import version_text
-from .round_trip import first_difference, same_spec_dict, value_at
-from .deepspeed_json import deepspeed_config_for
-from .trl import LATEST
-from .trl_launch import GRAPHS_IN_BUDGET
+from ...catalog.resolve import load_model
+from ...errors import InputError
+from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
+from ..common import version_text
+from ..round_trip import first_difference, same_spec_dict, value_at
+from ..deepspeed_json import deepspeed_config_for
+from .reader import LATEST
+from .launch import GRAPHS_IN_BUDGET
 
 CONFIG_NAME = "grpo_config.yaml"
 ACCELERATE_NAME = "accelerate_config.yaml"
@@ -31,8 +31,8 @@ EXAMPLE_DATASET = "trl-lib/DeepMath-103K"
 
 
 def export_files(spec: RunSpec) -> dict[str, str]:
-    from . import HardwareFlags
-    from .trl import import_path
+    from .. import HardwareFlags
+    from .reader import import_path
 
     arch = load_model(spec.model)
     files = render(spec)
@@ -175,3 +175,10 @@ def _launch(spec: RunSpec, train_gpus: int, head: str) -> str:
     devices = ",".join(str(i) for i in range(train_gpus))
     lines.append(f"CUDA_VISIBLE_DEVICES={devices} trl grpo --config {CONFIG_NAME}")
     return "\n".join(lines) + "\n"
+
+
+def export_spec(spec: RunSpec, out_dir: Path, force: bool) -> list[Path]:
+    """Write `export_files(spec)` into ``out_dir`` (all or none; existing files need ``force``)."""
+    from ..common import write_new_files
+
+    return write_new_files({out_dir / name: text for name, text in export_files(spec).items()}, force)

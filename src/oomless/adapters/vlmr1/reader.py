@@ -20,28 +20,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import HardwareFlags, ImportResult
-from . import _native as N
-from . import common as C
-from ..frontends.flags import option_value
+from ...errors import InputError
+from .. import HardwareFlags, ImportResult
+from .. import _native as N
+from .. import common as C
+from ...frontends.flags import option_value
+from .keys import DEFAULTS, NO_MEMORY_EFFECT
 
 SUPPORTED_VERSIONS = "VLM-R1 main 2025-2026 (TRL 0.14-era trainer; TRL 0.14 GRPOConfig defaults)"
 LOWEST, HIGHEST = "0.0.0", "0.0.0"
 
-DEFAULTS: dict[str, Any] = {
-    "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_generations": 8,
-    "max_prompt_length": 512, "max_completion_length": 256, "max_pixels": 12845056, "min_pixels": None,
-    "beta": 0.04, "gradient_checkpointing": False, "attn_implementation": None, "use_peft": False,
-    "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "lora_target_modules": None,
-    "freeze_vision_modules": False, "use_vllm": False, "bf16": False, "fp16": False,
-}
-NO_MEMORY_EFFECT = {
-    "output_dir", "dataset_name", "image_root", "logging_steps", "torch_dtype", "data_seed", "report_to",
-    "num_train_epochs", "run_name", "save_steps", "save_only_model", "learning_rate", "data_file_paths",
-    "image_folders", "is_reward_customized_from_vlm_module", "task_type", "reward_funcs", "dataset_config",
-    "seed", "warmup_ratio", "lr_scheduler_type", "save_total_limit", "eval_strategy", "logging_dir",
-}
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
@@ -163,57 +151,3 @@ def _training(v: dict[str, Any], out: N.Collected) -> None:
     if C.as_bool("--use_vllm", v["use_vllm"]):
         raise InputError("--use_vllm", "VLM-R1's old vLLM path (a dedicated vllm_device) is not supported; allowed: false")
     out.set("rollout.engine", "hf")
-
-
-def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    """A torchrun launch of VLM-R1's grpo_jsonl.py, plus the DeepSpeed JSON it names."""
-    fw = "vlmr1"
-    strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
-    C.require(spec, "rollout.engine", ("hf",), fw)
-    C.require(spec, "ray.enabled", (False,), fw)
-    C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
-    C.require(spec, "finetune.method", ("full", "lora"), fw)
-    b, dist = spec.batch, spec.distribution
-    if b.micro_batch_size % b.num_generations:
-        raise InputError("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
-                         "(VLM-R1 counts per_device_train_batch_size in prompts)")
-    flags: dict[str, Any] = {
-        "model_name_or_path": spec.model, "per_device_train_batch_size": b.micro_batch_size // b.num_generations,
-        "gradient_accumulation_steps": b.gradient_accumulation_steps, "num_generations": b.num_generations,
-        "max_prompt_length": spec.lengths.max_prompt_tokens, "max_completion_length": spec.lengths.max_completion_tokens,
-        "max_pixels": spec.vision.max_pixels or DEFAULTS["max_pixels"], "beta": spec.kl_beta,
-        "gradient_checkpointing": str(spec.gradient_checkpointing).lower(), "attn_implementation": spec.attention.value,
-        "freeze_vision_modules": str(spec.vision.freeze_tower).lower(),
-    }
-    if spec.vision.min_pixels is not None:
-        flags["min_pixels"] = spec.vision.min_pixels
-    flags["fp16" if spec.precision.value == "fp16_mixed" else "bf16"] = "true"
-    if spec.finetune.method.value == "lora":
-        ft = spec.finetune
-        flags.update(use_peft="true", lora_r=ft.lora_rank, lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout)
-        if isinstance(ft.lora_targets, list):
-            flags["lora_target_modules"] = ",".join(ft.lora_targets)
-    paths = []
-    if strategy != "ddp":
-        flags["deepspeed"] = f"{strategy}.json"
-        paths.append(C.write_new_file(out_dir / f"{strategy}.json", json.dumps(_deepspeed_json(strategy, dist), indent=2) + "\n", force))
-    lines = [f"--{k} {v}" for k, v in flags.items()]
-    hw = spec.hardware
-    script = ("#!/bin/bash\n" + N.header([f"VLM-R1 launch written by `oomless export --to vlmr1` for {spec.model}.",
-                                           "Run from src/open-r1-multimodal; add --dataset_name/--image_root and --output_dir."])
-              + 'cd "$(dirname "$0")"\n'
-              + " \\\n    ".join([f"torchrun --nproc_per_node={hw.gpus_per_node} --nnodes={hw.num_nodes} src/open_r1/grpo_jsonl.py", *lines]) + "\n")
-    return [C.write_new_file(out_dir / "run_vlmr1.sh", script, force), *paths]
-
-
-def _deepspeed_json(strategy: str, dist: Any) -> dict[str, Any]:
-    zero: dict[str, Any] = {"stage": int(strategy[-1]), "overlap_comm": dist.overlap_comm, "reduce_bucket_size": dist.reduce_bucket_size}
-    if dist.offload_optimizer:
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-    if strategy == "zero3":
-        zero.update(stage3_prefetch_bucket_size=dist.stage3_prefetch_bucket_size,
-                    stage3_param_persistence_threshold=dist.stage3_param_persistence_threshold)
-        if dist.offload_params:
-            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
-    return {"bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}, "zero_optimization": zero,
-            "gradient_accumulation_steps": "auto", "train_micro_batch_size_per_gpu": "auto", "train_batch_size": "auto"}

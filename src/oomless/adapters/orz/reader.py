@@ -25,38 +25,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from . import HardwareFlags, ImportResult
-from . import _native as N
-from . import common as C
+from ...errors import InputError
+from .. import HardwareFlags, ImportResult
+from .. import _native as N
+from .. import common as C
+from .keys import DEFAULTS
 
 SUPPORTED_VERSIONS = "Open-Reasoner-Zero 0.1.0 (main, 2025-06; defaults of orz/exps/examples/ppo/ppo_base_exp.py)"
 LOWEST, HIGHEST = "0.1.0", "0.1.0"
 
-DEFAULTS: dict[str, Any] = {
-    "ref_num_nodes": 1, "ref_num_gpus_per_node": 2, "reward_num_nodes": 1, "reward_num_gpus_per_node": 2,
-    "actor_num_nodes": 1, "actor_num_gpus_per_node": 2, "critic_num_nodes": 1, "critic_num_gpus_per_node": 2,
-    "colocate_critic_reward": True, "colocate_actor_ref": True, "colocate_all": False,
-    "vllm_num_engines": 4, "vllm_tensor_parallel_size": 1, "pretrain": "example_path",
-    "critic_pretrain": "example_path", "reward_pretrain": "example_path", "zero_stage": 3, "bf16": True,
-    "adam_offload": True, "flash_attn": True, "gradient_checkpointing": True, "enable_prefix_caching": False,
-    "enable_chunked_prefill": False, "max_num_batched_tokens": 2048, "enforce_eager": False,
-    "gpu_memory_utilization": 0.85, "prompt_max_len": 1024, "generate_max_len": 1024, "train_batch_size": 256,
-    "micro_train_batch_size": 8, "rollout_batch_size": 256, "micro_rollout_batch_size": 32,
-    "micro_forward_batch_size": 32, "policy_update_steps": 4, "critic_update_steps": 4, "max_len": None,
-    "n_samples_per_prompt": 1, "init_kl_coef": 0.01, "use_kl_loss": False, "kl_loss_coef": 0.0,
-    "ref_reward_offload": False, "offload_ref_model": False, "target_modules": "all-linear", "zpg": 1,
-    "grad_accum_dtype": None, "disable_trace_cache": False, "gradient_checkpointing_use_reentrant": False,
-    "vllm_sync_backend": "nccl", "local_rank": -1, "ckpt_path": "example_path", "save_path": "example_path",
-    "tensorboard_log_dir": "example_path", "prompt_data": [], "seed": 42, "load_checkpoint": False, "eval_steps": -1,
-    "save_steps": -1, "save_interval": 100, "actor_learning_rate": 5e-7, "critic_learning_rate": 9e-6,
-    "num_episodes": 1, "max_epochs": 1, "max_norm": 1.0, "num_warmup_steps": 5, "l2": 0.0, "eps_clip": 0.2,
-    "value_clip": 0.2, "lambd": 1, "gamma": 1, "normalize_reward": True, "top_p": 1.0, "temperature": 1.0,
-    "freezing_actor_steps": -1, "kl_target": None, "use_kl_estimator_k3": False, "use_abs_kl": False,
-    "adam_betas": [0.9, 0.95], "reward_clip_range": [-10, 10], "use_compute_reward_fn": False,
-    "advantage_normalize": True, "value_head_prefix": "value_head", "enable_eval": False, "eval_interval": -1,
-    "update_ref_every_epoch": False,
-}
 PLAYGROUND_FIELDS = {"use_orm_score", "eval_prompt_data", "prompt_data_probs", "top_k", "stop", "total_num_nodes", "use_grpo"}
 MAPPED = {
     "ref_num_nodes", "ref_num_gpus_per_node", "reward_num_nodes", "reward_num_gpus_per_node", "actor_num_nodes",
@@ -283,71 +260,3 @@ def _separate_groups(v: dict[str, Any], roles: list[str], gpus: dict[str, int]) 
             continue
         out += [([r], gpus[k]) for r, k in ((first, first), (second, key2)) if r in roles]
     return out
-
-
-def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    """A playground script whose `PPOExpConfig` sets the memory knobs (ORZ's own layout)."""
-    fields = _spec_to_fields(spec)
-    body = "".join(f"    {k}: {_annotation(k, v)} = {v!r}\n" for k, v in fields.items())
-    text = (
-        f"# orz==0.1.0\n# Open-Reasoner-Zero experiment config written by `oomless export --to orz` for {spec.model}.\n"
-        "# Put it in playground/ and run `python -m playground.<name>`; add prompt_data and the reward before training.\n"
-        "import asyncio\nfrom dataclasses import dataclass\nfrom typing import Optional\n\n"
-        "from orz.exps.examples.ppo.ppo_base_exp import BasePPOExpConfig\nfrom playground.orz_7b_ppo import PPOExp\n\n\n"
-        "@dataclass\nclass PPOExpConfig(BasePPOExpConfig):\n" + body +
-        '\n\nif __name__ == "__main__":\n    exp = PPOExp().set_cfg(PPOExpConfig())\n    asyncio.run(exp.run())\n'
-    )
-    return [C.write_new_file(out_dir / "orz_ppo_exp.py", text, force)]
-
-
-def _annotation(key: str, value: Any) -> str:
-    if value is None:
-        return "Optional[int]" if key == "max_len" else "Optional[str]"
-    return {bool: "bool", int: "int", float: "float"}.get(type(value), "Optional[str]")
-
-
-def _spec_to_fields(spec: Any) -> dict[str, Any]:
-    fw = "orz"
-    strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
-    C.require(spec, "distribution.offload_params", (False,), fw)
-    C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
-    C.require(spec, "attention", ("flash_attention_2", "eager"), fw)
-    C.require(spec, "finetune.method", ("full",), fw)
-    algorithm = C.require(spec, "algorithm", ("ppo", "grpo"), fw)
-    C.require(spec, "placement.process_per_role", (True,), fw)
-    C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
-    C.require(spec, "rollout.engine_starts_first", (True,), fw)
-    engine = C.require(spec, "rollout.engine", ("vllm_colocate", "vllm_separate"), fw)
-    C.require(spec, "ray.enabled", (True,), fw)
-    C.require(spec, "rollout.max_num_seqs", (None,), fw)
-    from ..planner.roles import placement_groups
-
-    groups = [(tuple(r.value for r in g.roles), g.gpus_per_node) for g in placement_groups(spec)]
-    nodes, ro = spec.hardware.num_nodes, spec.rollout
-    roles = {r: (g, n) for g, n in groups for r in g}
-    if "reference" not in roles:
-        raise InputError("placement.groups", "ORZ always loads a reference model; place the reference role")
-    colocate = engine == "vllm_colocate"
-    C.require(spec, "placement.offload_idle_models", (colocate,), fw)
-    C.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
-    if colocate and (len(groups) != 1 or ro.tensor_parallel_size != 1):
-        raise InputError("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
-    f: dict[str, Any] = {"colocate_all": colocate}
-    for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
-        if role in roles:
-            f[f"{key}_num_nodes"], f[f"{key}_num_gpus_per_node"] = roles[role][1] * nodes, 1
-    f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles["reference"][0]
-    f["colocate_critic_reward"] = "reward" in roles and roles.get("critic", (None,))[0] == roles["reward"][0]
-    f["vllm_num_engines"] = roles["vllm"][1] * nodes // ro.tensor_parallel_size
-    f["vllm_tensor_parallel_size"] = ro.tensor_parallel_size
-    f.update(pretrain=spec.model, critic_pretrain=(spec.critic.model or spec.model) if algorithm == "ppo" else "",
-             reward_pretrain=spec.reward_model.model, use_grpo=algorithm == "grpo",
-             zero_stage=0 if strategy == "ddp" else int(strategy[-1]), adam_offload=spec.distribution.offload_optimizer,
-             bf16=spec.precision.value == "bf16_mixed", flash_attn=spec.attention.value == "flash_attention_2",
-             gradient_checkpointing=spec.gradient_checkpointing, gpu_memory_utilization=ro.gpu_memory_utilization,
-             max_num_batched_tokens=ro.max_num_batched_tokens or DEFAULTS["max_num_batched_tokens"],
-             enforce_eager=ro.enforce_eager, prompt_max_len=spec.lengths.max_prompt_tokens,
-             generate_max_len=spec.lengths.max_completion_tokens, max_len=ro.max_model_len,
-             micro_train_batch_size=spec.batch.micro_batch_size, micro_forward_batch_size=spec.logprob_micro_batch_size,
-             n_samples_per_prompt=spec.batch.num_generations, init_kl_coef=spec.kl_beta)
-    return f

@@ -13,14 +13,14 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..catalog.models import ModelArch
-from ..catalog.resolve import load_model
-from ..errors import InputError
-from ..spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
-from . import swift_flags as SF
-from .common import version_text
-from .round_trip import first_difference, image_tokens, same_spec_dict, value_at
-from .deepspeed_json import deepspeed_config_for, distribution_from_deepspeed
+from ...catalog.models import ModelArch
+from ...catalog.resolve import load_model
+from ...errors import InputError
+from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
+from . import keys as SF
+from ..common import version_text
+from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
+from ..deepspeed_json import deepspeed_config_for, distribution_from_deepspeed
 
 SCRIPT_NAME = "run_grpo.sh"
 DS_CONFIG_NAME = "ds_config.json"
@@ -38,7 +38,7 @@ class _CannotExpress(Exception):
 
 def export_files(spec: RunSpec) -> dict[str, str]:
     """File name → text, checked to read back to ``spec``."""
-    from .swift import import_text
+    from .reader import import_text
 
     arch = load_model(spec.model)
     failures: list[tuple[str, str]] = []
@@ -62,7 +62,7 @@ def export_files(spec: RunSpec) -> dict[str, str]:
 
 
 def _hardware_flags(spec: RunSpec) -> Any:
-    from . import HardwareFlags
+    from .. import HardwareFlags
 
     return HardwareFlags(gpu=spec.hardware.gpu or "A100-80GB")
 
@@ -257,3 +257,10 @@ def _script(spec: RunSpec, profile: SF.Profile, env: dict[str, str], pre: str, f
             "set -euo pipefail\n\n")
     env_lines = "".join(f"{k}={v} \\\n" for k, v in env.items())
     return head + pre + env_lines + "swift rlhf \\\n" + _flag_lines(flags) + "\n"
+
+
+def export_spec(spec: RunSpec, out_dir: Path, force: bool) -> list[Path]:
+    """Write `export_files(spec)` into ``out_dir`` (all or none; existing files need ``force``)."""
+    from ..common import write_new_files
+
+    return write_new_files({out_dir / name: text for name, text in export_files(spec).items()}, force)

@@ -1,0 +1,8 @@
+"""EasyR1 (its YAML or a `verl.trainer.main` launch): `reader` (config → spec), `writer` (spec → config), keys (dataclass defaults).
+
+The reader never imports the writer; the writer may read its own output back through the reader."""
+
+from .reader import SUPPORTED_VERSIONS, import_config
+from .writer import export_spec
+
+__all__ = ["SUPPORTED_VERSIONS", "export_spec", "import_config"]

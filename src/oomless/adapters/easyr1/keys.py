@@ -1,0 +1,43 @@
+"""EasyR1 keys: dataclass defaults of main (0.3.3.dev0) and the keys without a memory effect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ACT, ROL, REF = "worker.actor", "worker.rollout", "worker.ref"
+DEFAULTS: dict[str, Any] = {
+    "data.max_prompt_length": 512, "data.max_response_length": 512, "data.rollout_batch_size": 512,
+    "data.max_pixels": 4194304, "data.min_pixels": 262144,
+    "algorithm.adv_estimator": "grpo", "algorithm.disable_kl": False, "algorithm.use_kl_loss": False,
+    "algorithm.kl_coef": 1e-3,
+    "trainer.nnodes": 1, "trainer.n_gpus_per_node": 8,
+    f"{ACT}.global_batch_size": 256, f"{ACT}.micro_batch_size_per_device_for_update": 4,
+    f"{ACT}.micro_batch_size_per_device_for_experience": 16, f"{ACT}.padding_free": True,
+    f"{ACT}.dynamic_batching": True, f"{ACT}.ulysses_size": 1, f"{ACT}.ulysses_sequence_parallel_size": 1,
+    f"{ACT}.ppo_epochs": 1, f"{ACT}.model.model_path": None, f"{ACT}.model.enable_gradient_checkpointing": True,
+    f"{ACT}.model.freeze_vision_tower": False, f"{ACT}.model.lora.rank": 0, f"{ACT}.model.lora.alpha": 16,
+    f"{ACT}.model.lora.target_modules": "all-linear", f"{ACT}.optim.strategy": "adamw",
+    f"{ACT}.fsdp.enable_full_shard": True, f"{ACT}.fsdp.enable_cpu_offload": False,
+    f"{ACT}.fsdp.enable_rank0_init": True, f"{ACT}.fsdp.torch_dtype": None,
+    f"{ACT}.offload.offload_params": False, f"{ACT}.offload.offload_optimizer": False,
+    f"{ROL}.n": 1, f"{ROL}.gpu_memory_utilization": 0.6, f"{ROL}.tensor_parallel_size": 2,
+    f"{ROL}.max_num_batched_tokens": 8192, f"{ROL}.max_model_len": None, f"{ROL}.enforce_eager": False,
+    f"{ROL}.limit_images": 0, f"{ROL}.enable_chunked_prefill": False,
+    f"{REF}.fsdp.enable_cpu_offload": False, f"{REF}.offload.offload_params": False,
+    "worker.critic.model.model_path": None,
+}
+
+
+NO_MEMORY_EFFECT = (
+    "data.train_files", "data.val_files", "data.prompt_key", "data.answer_key", "data.image_key", "data.val_batch_size",
+    "data.shuffle", "data.seed", "data.format_prompt", "data.filter_overlong_prompts", "data.rollout_batch_size",
+    "data.format_prompt_path",
+    "algorithm.use_kl_loss", "algorithm.kl_penalty", "algorithm.kl_type", "algorithm.gamma", "algorithm.lam",
+    f"{ACT}.global_batch_size", f"{ACT}.max_grad_norm", f"{ACT}.padding_free", f"{ACT}.dynamic_batching",
+    f"{ACT}.ppo_epochs", f"{ACT}.model.trust_remote_code", f"{ACT}.optim.lr", f"{ACT}.optim.weight_decay",
+    f"{ACT}.optim.lr_warmup_ratio", f"{ROL}.temperature", f"{ROL}.top_p", f"{ROL}.enable_chunked_prefill",
+    "worker.reward.", "trainer.total_episodes", "trainer.max_steps", "trainer.project_name",
+    "trainer.experiment_name", "trainer.logger", "trainer.val_", "trainer.save_", "trainer.load_",
+    "trainer.critic_warmup", f"{ROL}.val_override_config", f"{ROL}.top_k", f"{ROL}.seed", f"{ROL}.ignore_eos",
+    f"{ROL}.disable_", f"{ROL}.dtype", f"{ROL}.name",
+)

@@ -1,0 +1,75 @@
+"""EasyR1: a run spec → its YAML (examples/config.yaml layout) and a launch script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from ...errors import InputError
+from .. import _native as N
+from .. import common as C
+from .keys import DEFAULTS, ROL
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    """An EasyR1 config (examples/config.yaml layout) with the memory knobs set."""
+    head = N.header([
+        f"EasyR1 config written by `oomless export --to easyr1` for {spec.model}.",
+        "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
+        "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
+        "Fill in data.train_files / data.val_files and worker.reward before training.",
+    ])
+    return [C.write_new_file(out_dir / "easyr1_config.yaml", head + N.dump_yaml(_spec_to_config(spec)), force)]
+
+
+def _spec_to_config(spec: Any) -> dict[str, Any]:
+    fw = "easyr1"
+    strategy = C.require(spec, "distribution.strategy", ("fsdp", "zero2"), fw)
+    C.require(spec, "rollout.engine", ("vllm_colocate",), fw)
+    C.require(spec, "rollout.sleep_level", (1,), fw)
+    C.require(spec, "rollout.engine_in_trainer_process", (True,), fw)
+    C.require(spec, "attention", ("flash_attention_2",), fw)
+    precision = C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
+    C.require(spec, "optimizer", ("adamw",), fw)
+    C.require(spec, "finetune.method", ("full", "lora"), fw)
+    algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "rollout.max_num_seqs", (None,), fw)
+    C.require(spec, "placement.groups", (None,), fw)
+    dist, ro, ft = spec.distribution, spec.rollout, spec.finetune
+    if dist.offload_params != dist.offload_optimizer:
+        raise InputError("distribution.offload_params", "EasyR1 offloads parameters and optimizer together (fsdp.enable_cpu_offload)")
+    world, micro = spec.hardware.gpus_per_node * spec.hardware.num_nodes, spec.batch.micro_batch_size
+    model: dict[str, Any] = {"model_path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
+                             "freeze_vision_tower": spec.vision.freeze_tower}
+    if ft.method.value == "lora":
+        model["lora"] = {"rank": ft.lora_rank, "alpha": ft.lora_alpha,
+                         "target_modules": ft.lora_targets if isinstance(ft.lora_targets, str) else ",".join(ft.lora_targets)}
+    fsdp = {"enable_full_shard": strategy == "fsdp", "enable_cpu_offload": dist.offload_params,
+            "enable_rank0_init": dist.rank0_init}
+    if precision == "bf16":
+        fsdp["torch_dtype"] = "bf16"
+    rollout: dict[str, Any] = {"n": spec.batch.num_generations, "gpu_memory_utilization": ro.gpu_memory_utilization,
+                               "tensor_parallel_size": ro.tensor_parallel_size, "enforce_eager": ro.enforce_eager,
+                               "max_num_batched_tokens": ro.max_num_batched_tokens or DEFAULTS[f"{ROL}.max_num_batched_tokens"],
+                               "limit_images": ro.limit_images_per_prompt or 0}
+    if ro.max_model_len is not None:
+        rollout["max_model_len"] = ro.max_model_len
+    config: dict[str, Any] = {
+        "data": {"max_prompt_length": spec.lengths.max_prompt_tokens, "max_response_length": spec.lengths.max_completion_tokens,
+                 "rollout_batch_size": world * micro, "max_pixels": spec.vision.max_pixels or DEFAULTS["data.max_pixels"],
+                 "min_pixels": spec.vision.min_pixels or DEFAULTS["data.min_pixels"]},
+        "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "disable_kl": spec.kl_beta == 0,
+                      "kl_coef": spec.kl_beta if spec.kl_beta > 0 else DEFAULTS["algorithm.kl_coef"]},
+        "worker": {
+            "actor": {"global_batch_size": world * micro, "micro_batch_size_per_device_for_update": micro,
+                      "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
+                      "model": model, "optim": {"strategy": "adamw_bf16" if precision == "bf16" else "adamw"},
+                      "fsdp": fsdp, "offload": {"offload_params": ro.offload_model, "offload_optimizer": ro.offload_optimizer}},
+            "rollout": rollout,
+            "ref": {"offload": {"offload_params": ro.offload_model}},
+        },
+        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes},
+    }
+    if algorithm == "ppo":
+        config["worker"]["critic"] = {"model": {"model_path": spec.critic.model or spec.model}}
+    return config

@@ -1,0 +1,8 @@
+"""OpenRLHF (`train_ppo_ray`, classic and dotted flags): `reader` (config → spec), `writer` (spec → config), keys (argparse tables per version, generated).
+
+The reader never imports the writer; the writer may read its own output back through the reader."""
+
+from .reader import SUPPORTED_VERSIONS, import_config
+from .writer import export_spec
+
+__all__ = ["SUPPORTED_VERSIONS", "export_spec", "import_config"]

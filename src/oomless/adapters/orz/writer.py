@@ -1,0 +1,77 @@
+"""Open-Reasoner-Zero: a run spec → a playground experiment file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from ...errors import InputError
+from .. import common as C
+from .keys import DEFAULTS
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    """A playground script whose `PPOExpConfig` sets the memory knobs (ORZ's own layout)."""
+    fields = _spec_to_fields(spec)
+    body = "".join(f"    {k}: {_annotation(k, v)} = {v!r}\n" for k, v in fields.items())
+    text = (
+        f"# orz==0.1.0\n# Open-Reasoner-Zero experiment config written by `oomless export --to orz` for {spec.model}.\n"
+        "# Put it in playground/ and run `python -m playground.<name>`; add prompt_data and the reward before training.\n"
+        "import asyncio\nfrom dataclasses import dataclass\nfrom typing import Optional\n\n"
+        "from orz.exps.examples.ppo.ppo_base_exp import BasePPOExpConfig\nfrom playground.orz_7b_ppo import PPOExp\n\n\n"
+        "@dataclass\nclass PPOExpConfig(BasePPOExpConfig):\n" + body +
+        '\n\nif __name__ == "__main__":\n    exp = PPOExp().set_cfg(PPOExpConfig())\n    asyncio.run(exp.run())\n'
+    )
+    return [C.write_new_file(out_dir / "orz_ppo_exp.py", text, force)]
+
+
+def _annotation(key: str, value: Any) -> str:
+    if value is None:
+        return "Optional[int]" if key == "max_len" else "Optional[str]"
+    return {bool: "bool", int: "int", float: "float"}.get(type(value), "Optional[str]")
+
+
+def _spec_to_fields(spec: Any) -> dict[str, Any]:
+    fw = "orz"
+    strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
+    C.require(spec, "distribution.offload_params", (False,), fw)
+    C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
+    C.require(spec, "attention", ("flash_attention_2", "eager"), fw)
+    C.require(spec, "finetune.method", ("full",), fw)
+    algorithm = C.require(spec, "algorithm", ("ppo", "grpo"), fw)
+    C.require(spec, "placement.process_per_role", (True,), fw)
+    C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+    C.require(spec, "rollout.engine_starts_first", (True,), fw)
+    engine = C.require(spec, "rollout.engine", ("vllm_colocate", "vllm_separate"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "rollout.max_num_seqs", (None,), fw)
+    from ...planner.roles import placement_groups
+
+    groups = [(tuple(r.value for r in g.roles), g.gpus_per_node) for g in placement_groups(spec)]
+    nodes, ro = spec.hardware.num_nodes, spec.rollout
+    roles = {r: (g, n) for g, n in groups for r in g}
+    if "reference" not in roles:
+        raise InputError("placement.groups", "ORZ always loads a reference model; place the reference role")
+    colocate = engine == "vllm_colocate"
+    C.require(spec, "placement.offload_idle_models", (colocate,), fw)
+    C.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
+    if colocate and (len(groups) != 1 or ro.tensor_parallel_size != 1):
+        raise InputError("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
+    f: dict[str, Any] = {"colocate_all": colocate}
+    for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
+        if role in roles:
+            f[f"{key}_num_nodes"], f[f"{key}_num_gpus_per_node"] = roles[role][1] * nodes, 1
+    f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles["reference"][0]
+    f["colocate_critic_reward"] = "reward" in roles and roles.get("critic", (None,))[0] == roles["reward"][0]
+    f["vllm_num_engines"] = roles["vllm"][1] * nodes // ro.tensor_parallel_size
+    f["vllm_tensor_parallel_size"] = ro.tensor_parallel_size
+    f.update(pretrain=spec.model, critic_pretrain=(spec.critic.model or spec.model) if algorithm == "ppo" else "",
+             reward_pretrain=spec.reward_model.model, use_grpo=algorithm == "grpo",
+             zero_stage=0 if strategy == "ddp" else int(strategy[-1]), adam_offload=spec.distribution.offload_optimizer,
+             bf16=spec.precision.value == "bf16_mixed", flash_attn=spec.attention.value == "flash_attention_2",
+             gradient_checkpointing=spec.gradient_checkpointing, gpu_memory_utilization=ro.gpu_memory_utilization,
+             max_num_batched_tokens=ro.max_num_batched_tokens or DEFAULTS["max_num_batched_tokens"],
+             enforce_eager=ro.enforce_eager, prompt_max_len=spec.lengths.max_prompt_tokens,
+             generate_max_len=spec.lengths.max_completion_tokens, max_len=ro.max_model_len,
+             micro_train_batch_size=spec.batch.micro_batch_size, micro_forward_batch_size=spec.logprob_micro_batch_size,
+             n_samples_per_prompt=spec.batch.num_generations, init_kl_coef=spec.kl_beta)
+    return f

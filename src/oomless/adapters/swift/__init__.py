@@ -1,0 +1,8 @@
+"""ms-swift GRPO (`swift rlhf --rlhf_type grpo`): `reader` (config → spec), `writer` (spec → config), keys (flag tables per version), layout (where vLLM runs).
+
+The reader never imports the writer; the writer may read its own output back through the reader."""
+
+from .reader import SUPPORTED_VERSIONS, import_config
+from .writer import export_spec
+
+__all__ = ["SUPPORTED_VERSIONS", "export_spec", "import_config"]

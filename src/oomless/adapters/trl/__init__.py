@@ -1,0 +1,8 @@
+"""TRL GRPO (`trl grpo`, accelerate/torchrun launches): `reader` (config → spec), `writer` (spec → config), launch (accelerate and vLLM server settings).
+
+The reader never imports the writer; the writer may read its own output back through the reader."""
+
+from .reader import SUPPORTED_VERSIONS, import_config
+from .writer import export_spec
+
+__all__ = ["SUPPORTED_VERSIONS", "export_spec", "import_config"]

@@ -1,0 +1,96 @@
+"""verl: a run spec → a Hydra config over verl's ppo_trainer and its launch script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from ...errors import InputError
+from .. import _native as N
+from .. import common as C
+from .keys import DEFAULTS, VERSION
+from .reader import R
+
+
+CONFIG_NAME = "verl_ppo"
+
+
+def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
+    """A Hydra config over verl's `ppo_trainer` with the memory knobs set, and its launch line."""
+    config = _spec_to_config(spec)
+    head = N.header([
+        f"verl {VERSION} config written by `oomless export --to verl` for {spec.model}.",
+        f"Launch: bash run_verl.sh (python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME}).",
+        "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
+        "Fill in data.train_files / data.val_files and the reward function before training.",
+    ])
+    yaml_path = C.write_new_file(out_dir / f"{CONFIG_NAME}.yaml", head + N.dump_yaml(config), force)
+    script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}"]) + 'cd "$(dirname "$0")"\n'
+              f"python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME} \"$@\"\n")
+    return [yaml_path, C.write_new_file(out_dir / "run_verl.sh", script, force)]
+
+
+def _spec_to_config(spec: Any) -> dict[str, Any]:
+    fw = "verl"
+    C.require(spec, "distribution.strategy", ("fsdp",), fw)
+    C.require(spec, "rollout.engine", ("vllm_colocate",), fw)
+    C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
+    C.require(spec, "optimizer", ("adamw",), fw)
+    C.require(spec, "finetune.method", ("full", "lora"), fw)
+    algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
+    C.require(spec, "ray.enabled", (True,), fw)
+    C.require(spec, "placement.groups", (None,), fw)
+    C.require(spec, "placement.process_per_role", (False,), fw)
+    dist, ro, lora = spec.distribution, spec.rollout, spec.finetune.method.value == "lora"
+    if dist.offload_params != dist.offload_optimizer:
+        raise InputError("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
+    C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
+    C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
+    world = spec.hardware.gpus_per_node * spec.hardware.num_nodes
+    micro = spec.batch.micro_batch_size
+    model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
+                             "use_fused_kernels": spec.logits.value == "fused",
+                             "override_config": {"attn_implementation": spec.attention.value}}
+    if lora:
+        model.update(lora_rank=spec.finetune.lora_rank, lora_alpha=spec.finetune.lora_alpha, target_modules=spec.finetune.lora_targets)
+    rollout: dict[str, Any] = {
+        "name": "vllm", "mode": "async", "gpu_memory_utilization": ro.gpu_memory_utilization,
+        "tensor_model_parallel_size": ro.tensor_parallel_size, "n": spec.batch.num_generations,
+        "enforce_eager": ro.enforce_eager, "free_cache_engine": ro.sleep_level > 0,
+        "log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size,
+        "max_num_batched_tokens": ro.max_num_batched_tokens or DEFAULTS[f"{R}.max_num_batched_tokens"],
+        "max_num_seqs": ro.max_num_seqs or DEFAULTS[f"{R}.max_num_seqs"],
+    }
+    if ro.max_model_len is not None:
+        rollout["max_model_len"] = ro.max_model_len
+    if ro.limit_images_per_prompt is not None:
+        rollout["engine_kwargs"] = {"vllm": {"limit_mm_per_prompt": {"image": ro.limit_images_per_prompt}}}
+    actor = {
+        "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": world * micro,
+        "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": False,
+        "use_kl_loss": spec.kl_beta > 0, "kl_loss_coef": spec.kl_beta,
+        "entropy_from_logits_with_chunking": spec.logits.value == "chunked",
+        "entropy_from_logits_chunk_size": spec.logits_chunk_rows,
+        "fsdp_config": {"param_offload": ro.offload_model and ro.sleep_level > 0,
+                        "optimizer_offload": ro.offload_optimizer and ro.sleep_level > 0,
+                        "offload_policy": dist.offload_params,
+                        "model_dtype": "bf16" if spec.precision.value == "bf16" else "fp32"},
+    }
+    data: dict[str, Any] = {"max_prompt_length": spec.lengths.max_prompt_tokens,
+                            "max_response_length": spec.lengths.max_completion_tokens, "train_batch_size": world * micro}
+    pixels = {k: v for k, v in (("max_pixels", spec.vision.max_pixels), ("min_pixels", spec.vision.min_pixels)) if v is not None}
+    if pixels:
+        data["mm_processor_kwargs"] = pixels
+    config: dict[str, Any] = {
+        "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
+        "defaults": ["ppo_trainer", "_self_"],
+        "actor_rollout_ref": {"model": model, "actor": actor, "rollout": rollout,
+                              "ref": {"log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size}},
+        "data": data,
+        "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "use_kl_in_reward": False},
+        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes},
+    }
+    if algorithm == "ppo":
+        config["critic"] = {"model": {"path": spec.critic.model or spec.model}, "ppo_micro_batch_size_per_gpu": micro}
+    if spec.reward_model.model is not None:
+        config["reward_model"] = {"enable": True, "model": {"path": spec.reward_model.model}}
+    return config

@@ -1,0 +1,8 @@
+"""VLM-R1 (torchrun launches of its GRPO scripts): `reader` (config → spec), `writer` (spec → config), keys (TRL 0.14-era defaults).
+
+The reader never imports the writer; the writer may read its own output back through the reader."""
+
+from .reader import SUPPORTED_VERSIONS, import_config
+from .writer import export_spec
+
+__all__ = ["SUPPORTED_VERSIONS", "export_spec", "import_config"]

@@ -1,0 +1,21 @@
+"""VLM-R1 keys: TRL 0.14 GRPOConfig defaults and VLM-R1's script arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "num_generations": 8,
+    "max_prompt_length": 512, "max_completion_length": 256, "max_pixels": 12845056, "min_pixels": None,
+    "beta": 0.04, "gradient_checkpointing": False, "attn_implementation": None, "use_peft": False,
+    "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "lora_target_modules": None,
+    "freeze_vision_modules": False, "use_vllm": False, "bf16": False, "fp16": False,
+}
+
+
+NO_MEMORY_EFFECT = {
+    "output_dir", "dataset_name", "image_root", "logging_steps", "torch_dtype", "data_seed", "report_to",
+    "num_train_epochs", "run_name", "save_steps", "save_only_model", "learning_rate", "data_file_paths",
+    "image_folders", "is_reward_customized_from_vlm_module", "task_type", "reward_funcs", "dataset_config",
+    "seed", "warmup_ratio", "lr_scheduler_type", "save_total_limit", "eval_strategy", "logging_dir",
+}
