@@ -15,9 +15,10 @@ DeepSeek-V3's ``e_score_correction_bias`` which transformers registers as a buff
 DeepSeek-V3 multi-token-prediction module (``num_nextn_predict_layers``) is not loaded by
 transformers and is not counted (nor Qwen3.5's ``mtp_num_hidden_layers``); for the vision
 towers see ``vision_params``. Hybrid models (Qwen3.5: Gated DeltaNet + full attention) are
-counted exactly in total, but ``decoder_layer_tensors``/``num_parameters_per_decoder_layer``
-describe a full-attention layer, so per-layer consumers (FSDP units, LoRA targets) see every
-layer as one (linear_attn layers differ by a few percent).
+counted exactly in total; ``decoder_layer_tensors``/``num_parameters_per_decoder_layer``
+describe a full-attention layer and ``num_parameters_per_linear_attention_layer`` a Gated
+DeltaNet one (FSDP units use both, ``decoder_layer_sequence``), but LoRA targets see every
+layer as a full-attention one (linear_attn layers differ by a few percent).
 """
 
 from __future__ import annotations
@@ -268,6 +269,37 @@ def num_decoder_layer_parameters(arch: ModelArch) -> int:
     """
     full = sum(n * num_parameters_per_decoder_layer(arch, kind) for kind, n in layer_kinds(arch))
     return full + arch.num_linear_attention_layers * _linear_minus_full_attention(arch)
+
+
+def num_parameters_per_linear_attention_layer(arch: ModelArch, layer_kind: LayerKind) -> int:
+    """One Gated DeltaNet layer of ``layer_kind``: the full-attention layer with its attention
+    replaced by ``linear_attention_tensors`` (an FSDP wrap unit of a hybrid).
+
+    Source/Assumes: ``decoder_layer_tensors``, ``linear_attention_tensors``.
+    """
+    return num_parameters_per_decoder_layer(arch, layer_kind) + _linear_minus_full_attention(arch)
+
+
+def decoder_layer_sequence(arch: ModelArch) -> tuple[tuple[LayerKind, bool], ...]:
+    """Per decoder layer, in model order: (MLP kind, whether it is a Gated DeltaNet layer).
+
+    Kinds: the dense layers first (``layer_kinds``). Hybrids: every ``interval``-th layer is
+    full attention, interval = L / (full-attention layers), as Qwen3.5/Qwen3-Next's
+    ``layer_types`` (``full_attention_interval`` = 4) lay them out.
+    Source: qwen3_5/configuration_qwen3_5.py (layer_types default); ``layer_kinds``.
+    Assumes: full-attention layers evenly spaced (when L is not a multiple of their number,
+    the last layers are the full-attention ones); only the order of the layers depends on it.
+    """
+    kinds = [kind for kind, n in layer_kinds(arch) for _ in range(n)]
+    num_full = arch.num_layers - arch.num_linear_attention_layers
+    if not arch.num_linear_attention_layers:
+        return tuple((kind, False) for kind in kinds)
+    if num_full and arch.num_layers % num_full == 0:
+        interval = arch.num_layers // num_full
+        linear = [(i + 1) % interval != 0 for i in range(arch.num_layers)]
+    else:
+        linear = [i < arch.num_linear_attention_layers for i in range(arch.num_layers)]
+    return tuple(zip(kinds, linear))
 
 
 def _linear_minus_full_attention(arch: ModelArch) -> int:

@@ -37,9 +37,10 @@ from collections.abc import Iterable
 
 from ..catalog.models import ModelArch
 from . import constants as C
-from .params import (LayerKind, attention_linear_shapes, layer_kinds, num_embedding_parameters,
-                     num_final_norm_parameters, num_lm_head_parameters,
-                     num_parameters_per_decoder_layer)
+from .params import (NORM_TENSOR_NAMES, LayerKind, attention_linear_shapes,
+                     decoder_layer_sequence, num_embedding_parameters, num_final_norm_parameters,
+                     num_lm_head_parameters, num_parameters_per_decoder_layer,
+                     num_parameters_per_linear_attention_layer)
 from .tensors import ParamTensor
 from .vision_params import vision_tensors
 from .vllm import kv_heads_per_rank
@@ -133,12 +134,24 @@ FSDP_VISION_WRAP_PREFIXES: dict[str, tuple[str, ...]] = {
                             "vision_tower.vision_model.encoder.layers.*.",
                             "vision_tower.vision_model.head"),
     "intern_vit_6b": ("vision_model.",),
+    "qwen2_vl": ("visual.blocks.*.",),
+    "qwen3_vl": ("visual.blocks.*.",),
+    "internvl_vision": ("vision_tower.encoder.layer.*",),  # owns lambda_1/lambda_2 itself
+    "clip_vision_model": ("vision_tower.vision_model.embeddings",  # owns class_embedding
+                          "vision_tower.vision_model.encoder.layers.*."),
+    "idefics3_vision": ("vision_model.encoder.layers.*.self_attn.",),
 }
 """Vision modules that are their own FSDP unit, as ``vision_tensors`` module prefixes; a ``*``
 prefix gives one unit per block. From the HF ``_no_split_modules`` verl wraps by default:
 Qwen2_5_VLVisionBlock (qwen2_5_vl/modeling_qwen2_5_vl.py); SiglipVisionEmbeddings,
 SiglipEncoderLayer, SiglipMultiheadAttentionPoolingHead (gemma3/modeling_gemma3.py); the whole
-InternVisionModel (InternVL remote code modeling_internvl_chat.py)."""
+InternVisionModel (InternVL remote code modeling_internvl_chat.py); Qwen2VLVisionBlock
+(qwen2_vl/modeling_qwen2_vl.py); Qwen3VLVisionBlock
+(qwen3_vl/modeling_qwen3_vl.py; Qwen3_5VisionBlock, qwen3_5/modeling_qwen3_5.py);
+InternVLVisionLayer (internvl/modeling_internvl.py); CLIPEncoderLayer, CLIPVisionEmbeddings
+(clip/modeling_clip.py, LLaVA's tower); Idefics3VisionAttention, only the attention of each
+tower layer (idefics3/modeling_idefics3.py). transformers 5 collects a model's
+``_no_split_modules`` from its sub-models (modeling_utils.py ``post_init``)."""
 
 
 def _vision_unit_key(arch: ModelArch, t: ParamTensor) -> str | None:
@@ -148,7 +161,9 @@ def _vision_unit_key(arch: ModelArch, t: ParamTensor) -> str | None:
 
 
 def fsdp_unit_parameters(arch: ModelArch) -> tuple[int, ...]:
-    """Parameters of each FSDP unit: one per decoder layer (in order of kinds), one per wrapped
+    """Parameters of each FSDP unit: one per decoder layer (``decoder_layer_sequence``: dense
+    layers first; a hybrid's Gated DeltaNet layers hold ``linear_attn`` instead of
+    ``self_attn``), one per wrapped
     vision module (``FSDP_VISION_WRAP_PREFIXES``), then the root (embedding, final norm,
     lm_head and every vision tensor no wrapped module owns: patch embed, merger, projector).
 
@@ -156,8 +171,9 @@ def fsdp_unit_parameters(arch: ModelArch) -> tuple[int, ...]:
     defaults to ``_no_split_modules``); torch FSDP1 puts a wrapped module's parameters in one
     FlatParameter and the root keeps the rest. Assumes: tied embeddings counted once (root).
     """
-    units = [num_parameters_per_decoder_layer(arch, kind)
-             for kind, n in layer_kinds(arch) for _ in range(n)]
+    units = [num_parameters_per_linear_attention_layer(arch, kind) if linear
+             else num_parameters_per_decoder_layer(arch, kind)
+             for kind, linear in decoder_layer_sequence(arch)]
     root = (num_embedding_parameters(arch) + num_final_norm_parameters(arch)
             + num_lm_head_parameters(arch))
     vision: dict[str, list[ParamTensor]] = {}
@@ -217,13 +233,15 @@ def fsdp_optimizer_offload_pinned_bytes(arch: ModelArch, num_shards: int,
 
 VLLM_VISION_COLUMN_SUFFIXES = ("attn.qkv", "mlp.gate_proj", "mlp.up_proj", "mlp.fc1",
                                "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                               "merger.mlp.0")
+                               "merger.mlp.0", "linear_fc1")
 """Vision linears vLLM builds as QKVParallel/(Merged)ColumnParallelLinear: weight and bias split."""
 VLLM_VISION_ROW_SUFFIXES = ("attn.proj", "mlp.down_proj", "mlp.fc2", "self_attn.out_proj",
-                            "merger.mlp.2")
+                            "merger.mlp.2", "linear_fc2")
 """Vision linears vLLM builds as RowParallelLinear: weight split, bias whole.
 Source (both): vllm/model_executor/models/qwen2_5_vl.py (Qwen2_5_VisionAttention,
-Qwen2_5_VisionMLP, Qwen2_5_VisionPatchMerger), siglip.py, intern_vit.py."""
+Qwen2_5_VisionMLP, Qwen2_5_VisionPatchMerger), qwen3_vl.py (Qwen3_VisionMLP and
+Qwen3_VisionPatchMerger linear_fc1 column / linear_fc2 row, for blocks, merger and deepstack
+mergers), siglip.py, intern_vit.py."""
 VLLM_VISION_FUSED = {"mlp.gate_proj": "mlp.gate_up_proj", "mlp.up_proj": "mlp.gate_up_proj",
                      "self_attn.q_proj": "self_attn.qkv_proj",
                      "self_attn.k_proj": "self_attn.qkv_proj",
@@ -255,7 +273,17 @@ def _gated(h: int, inter: int, bias: bool, tp: int) -> tuple[int, ...]:
     return _column(h, (inter, inter), bias, tp) + _row(inter, h, bias, tp)
 
 
+def _norms(arch: ModelArch, width: int, count: int = 1) -> tuple[int, ...]:
+    """``count`` replicated norms of ``width``: RMSNorm weight; LayerNorm weight and bias;
+    nothing for a parameter-free norm (vLLM olmo.py: LayerNorm without affine)."""
+    return (width,) * (len(NORM_TENSOR_NAMES[arch.norm_type]) * count)
+
+
 def _vllm_attention_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
+    """Full attention: fused ``qkv_proj`` (QKVParallelLinear; Qwen3.5/Qwen3-Next count the
+    output gate as a second set of q heads), ``o_proj`` (RowParallelLinear, bias whole), gpt-oss
+    sinks, q/k norms of one head (Qwen3, qwen3_next.py) or of the whole projection, replicated
+    (OLMo2: olmo2.py q_norm RMSNorm(a·d), k_norm RMSNorm(k·d), applied after an all-gather)."""
     h, a, d = arch.hidden_size, arch.num_attention_heads, arch.head_dim
     if arch.uses_mla:
         out: tuple[int, ...] = ()
@@ -265,15 +293,45 @@ def _vllm_attention_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
                     _column(s.in_features, (s.out_features,), s.bias, tp) if style == "column"
                     else _row(s.in_features, s.out_features, s.bias, tp))
         return out + (arch.kv_lora_rank,) + ((arch.q_lora_rank,) if arch.q_lora_rank else ())
-    qkv = _shard(a, tp) * d + 2 * kv_heads_per_rank(arch, tp) * d
+    q_heads = a * (2 if arch.attention_output_gate else 1)
+    qkv = _shard(q_heads, tp) * d + 2 * kv_heads_per_rank(arch, tp) * d
     out = _linear(h, qkv, arch.qkv_bias) + _row(a * d, h, arch.o_bias, tp)
     out += (_shard(a, tp),) if arch.attention_sinks else ()
-    return out + ((d, d) if arch.qk_norm else ())
+    if not arch.qk_norm:
+        return out
+    if arch.qk_norm_full_width:
+        return out + _norms(arch, a * d) + _norms(arch, arch.num_kv_heads * d)
+    return out + _norms(arch, d, 2)
+
+
+def _vllm_linear_attention_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
+    """A Gated DeltaNet ``linear_attn`` (K = nk·dk, V = nv·dv): conv1d ((2K+V)/tp x kernel),
+    ``in_proj_qkv`` (MergedColumnParallel [K, K, V]), ``in_proj_z`` (V), ``in_proj_b`` and
+    ``in_proj_a`` (nv each, column-parallel), ``dt_bias`` and ``A_log`` (nv/tp), gated RMSNorm
+    (dv, replicated), ``out_proj`` (RowParallel V x h); no biases.
+    Source: vllm/model_executor/models/qwen3_5.py (Qwen3_5GatedDeltaNet). Assumes: Qwen3.5's
+    layout; Qwen3-Next fuses the same weights as ``in_proj_qkvz`` and ``in_proj_ba``
+    (qwen3_next.py), the same bytes in two requests instead of four.
+    """
+    h, nv = arch.hidden_size, arch.linear_num_value_heads
+    key = arch.linear_num_key_heads * arch.linear_key_head_dim
+    value = nv * arch.linear_value_head_dim
+    return ((_shard(2 * key + value, tp) * arch.linear_conv_kernel_dim,)
+            + _column(h, (key, key, value), False, tp) + _column(h, (value,), False, tp)
+            + _column(h, (nv,), False, tp) + _column(h, (nv,), False, tp)
+            + (_shard(nv, tp), _shard(nv, tp), arch.linear_value_head_dim)
+            + _row(value, h, False, tp))
 
 
 def _vllm_mlp_numels(arch: ModelArch, kind: LayerKind, tp: int) -> tuple[int, ...]:
+    """Dense: gated ``gate_up_proj`` + ``down_proj``, or a plain MLP's column-parallel up
+    (GPT-NeoX ``dense_h_to_4h``, StarCoder2 ``c_fc``, Phi ``fc1``) and row-parallel down
+    (gpt_neox.py GPTNeoXMLP, starcoder2.py, phi.py). MoE: see ``vllm_weight_request_sizes``."""
     h = arch.hidden_size
     if kind == "dense":
+        if not arch.mlp_gated:
+            i = arch.intermediate_size
+            return _column(h, (i,), arch.mlp_bias, tp) + _row(i, h, arch.mlp_bias, tp)
         return _gated(h, arch.intermediate_size, arch.mlp_bias, tp)
     e, i_r, bias = arch.num_experts, _shard(arch.moe_intermediate_size, tp), arch.mlp_bias
     out = _linear(h, e, arch.router_bias)  # router: ReplicatedLinear
@@ -286,15 +344,18 @@ def _vllm_mlp_numels(arch: ModelArch, kind: LayerKind, tp: int) -> tuple[int, ..
     return out
 
 
-def _vllm_layer_numels(arch: ModelArch, kind: LayerKind, tp: int) -> tuple[int, ...]:
-    num_norms = 4 if arch.sandwich_norm else 2
-    return (_vllm_attention_numels(arch, tp) + _vllm_mlp_numels(arch, kind, tp)
-            + (arch.hidden_size,) * num_norms)
+def _vllm_layer_numels(arch: ModelArch, kind: LayerKind, linear: bool, tp: int) -> tuple[int, ...]:
+    mixer = (_vllm_linear_attention_numels(arch, tp) if linear
+             else _vllm_attention_numels(arch, tp))
+    return (mixer + _vllm_mlp_numels(arch, kind, tp)
+            + _norms(arch, arch.hidden_size, len(arch.layer_norm_names)))
 
 
 def _vllm_vision_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
-    """Vision tensors per rank in construction order: leading, depth x block, trailing."""
+    """Vision tensors per rank in HF order; a ``*`` module group (blocks, Qwen3-VL's deepstack
+    mergers) is repeated as many times as it has instances where it first appears."""
     merged: dict[tuple[str, str], int] = {}
+    counts: dict[str, int] = {}
     for t in vision_tensors(arch):
         owner, _, leaf = t.module.rpartition(".")
         parent, _, sub = owner.rpartition(".")
@@ -308,40 +369,52 @@ def _vllm_vision_numels(arch: ModelArch, tp: int) -> tuple[int, ...]:
         else:
             numel = t.numel
         merged[(module, t.name)] = merged.get((module, t.name), 0) + numel
-    keys = list(merged)
-    blocks = [k for k in keys if "*" in k[0]]
-    if not blocks:
-        return tuple(merged.values())
-    first = keys.index(blocks[0])
-    assert arch.vision is not None
-    return (*(merged[k] for k in keys[:first] if "*" not in k[0]),
-            *(merged[k] for _ in range(arch.vision.depth) for k in blocks),
-            *(merged[k] for k in keys[first:] if "*" not in k[0]))
+        if "*" in module:
+            counts[module.partition("*")[0]] = t.count
+    out: list[int] = []
+    for key in merged:
+        group = key[0].partition("*")[0]
+        if "*" not in key[0]:
+            out.append(merged[key])
+        elif group in counts:
+            members = [merged[k] for k in merged if k[0].startswith(f"{group}*")]
+            out += members * counts.pop(group)
+    return tuple(out)
 
 
 def vllm_weight_request_sizes(arch: ModelArch, tensor_parallel_size: int) -> tuple[int, ...]:
     """bf16 bytes of each weight tensor one vLLM TP rank allocates, in construction order.
 
-    Vision tower first (if any); embedding V'/tp·h with V' = V padded to 64; per layer fused
-    ``qkv_proj`` ((a/tp + 2·max(1, k/tp))·d x h, + bias), ``o_proj`` (h x a·d/tp, bias whole),
-    q/k norms, ``gate_up_proj`` (2·I/tp x h) and ``down_proj`` (h x I/tp), or for MoE the router
-    (h x E) and FusedMoE ``w13`` (E x 2·I/tp x h) / ``w2`` (E x h x I/tp), shared experts like a
-    dense MLP; 2 (Gemma: 4) RMSNorms; final norm; ``lm_head`` like the embedding, untied only.
+    Vision tower first (if any); embedding V'/tp·h with V' = V padded to 64; per layer
+    (``decoder_layer_sequence``) the mixer: fused ``qkv_proj`` ((a/tp + 2·max(1, k/tp))·d x h,
+    + bias; a gated q doubles a), ``o_proj`` (h x a·d/tp, bias whole), q/k norms — or a
+    Gated DeltaNet (``_vllm_linear_attention_numels``); the MLP: ``gate_up_proj`` (2·I/tp x h)
+    and ``down_proj`` (h x I/tp), a plain MLP's up (I/tp x h, bias split) and down (h x I/tp,
+    bias whole), or for MoE the router (h x E) and FusedMoE ``w13`` (E x 2·I/tp x h) / ``w2``
+    (E x h x I/tp), shared experts like a dense MLP; the layer's norms (RMSNorm h, LayerNorm
+    h + h, OLMo-1 none); final norm; ``lm_head`` like the embedding, untied only, and its
+    bias V'/tp (Phi-2).
     Source: vllm/model_executor/layers/linear.py (QKVParallelLinear, MergedColumnParallelLinear,
-    RowParallelLinear), vocab_parallel_embedding.py, fused_moe/layer.py (FusedMoE),
-    models/qwen2.py, qwen3_moe.py, deepseek_v2.py, gpt_oss.py, qwen2_5_vl.py.
+    RowParallelLinear), vocab_parallel_embedding.py (ParallelLMHead bias), fused_moe/layer.py
+    (FusedMoE), models/qwen2.py, qwen3_moe.py, deepseek_v2.py, gpt_oss.py, qwen2_5_vl.py,
+    qwen3_vl.py, gpt_neox.py, olmo2.py, qwen3_next.py, qwen3_5.py, phi.py, starcoder2.py.
     Assumes: bf16 weights; TP only (no expert parallelism); ceil where TP does not divide.
+    Within a layer the order is mixer, MLP, norms (GPT-NeoX builds its LayerNorms first,
+    OLMo2 its q/k norms before ``o_proj``; the order moves small blocks within the shared
+    2 MiB segments only). GLM's ``o_proj`` bias, built by vLLM's Llama layer then dropped
+    (glm.py), is not counted.
     """
     tp = tensor_parallel_size
     if tp < 1:
         raise ValueError(f"tensor_parallel_size={tp}; expected >= 1")
     h = arch.hidden_size
-    vocab = _shard(math.ceil(arch.vocab_size / C.VLLM_VOCAB_PADDING_SIZE)
-                   * C.VLLM_VOCAB_PADDING_SIZE, tp) * h
+    padded_vocab = math.ceil(arch.vocab_size / C.VLLM_VOCAB_PADDING_SIZE) * C.VLLM_VOCAB_PADDING_SIZE
+    vocab = _shard(padded_vocab, tp) * h
     numels = _vllm_vision_numels(arch, tp) + (vocab,)
-    for kind, n in layer_kinds(arch):
-        numels += _vllm_layer_numels(arch, kind, tp) * n
-    numels += (h,) + (() if arch.tie_word_embeddings else (vocab,))
+    for kind, linear in decoder_layer_sequence(arch):
+        numels += _vllm_layer_numels(arch, kind, linear, tp)
+    numels += _norms(arch, h) + (() if arch.tie_word_embeddings else (vocab,))
+    numels += (_shard(padded_vocab, tp),) if arch.lm_head_bias else ()
     return tuple(x * C.BF16_BYTES for x in numels)
 
 
