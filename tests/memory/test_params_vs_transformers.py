@@ -152,3 +152,41 @@ def test_vision_language_family_matches_transformers(
     arch = arch_from_config(config.to_dict(), f"tiny-{model_type}")
     assert arch.vision is not None and arch.warnings == ()
     assert P.num_parameters(arch) == expected, model_type
+
+
+OMNI_AUDIO = {"d_model": 32, "encoder_layers": 2, "encoder_attention_heads": 2,
+              "encoder_ffn_dim": 48, "num_mel_bins": 16, "output_dim": 64}
+OMNI_VISION = {"depth": 3, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2,
+               "out_hidden_size": 64, "fullatt_block_indexes": [2]}
+
+
+def _omni_thinker_config(tied: bool) -> Any:
+    from transformers import Qwen2_5OmniThinkerConfig
+    text_config = {**{k: v for k, v in TINY_VLM_TEXT.items() if v is not None},
+                   "model_type": "qwen2_5_omni_text"}
+    return Qwen2_5OmniThinkerConfig(text_config=text_config, vision_config=OMNI_VISION,
+                                    audio_config=OMNI_AUDIO, tie_word_embeddings=tied)
+
+
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied"])
+def test_qwen2_5_omni_thinker_matches_transformers(tied: bool) -> None:
+    """The thinker (text model, vision tower and merger, audio encoder, lm_head) counts as
+    transformers builds it; read from the full Omni config (talker noted) and from the
+    thinker config alone. The thinker's ``tie_word_embeddings`` decides the tie (its
+    text_config's own key, True by default, does not)."""
+    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniThinkerForConditionalGeneration
+    thinker = _omni_thinker_config(tied)
+    with torch.device("meta"):
+        model = Qwen2_5OmniThinkerForConditionalGeneration._from_config(thinker)
+    expected = sum(p.numel() for p in model.parameters())
+    full = Qwen2_5OmniConfig(thinker_config=thinker.to_dict()).to_dict()
+    for as_dict in (full, thinker.to_dict(), {**thinker.to_diff_dict(),
+                                              "model_type": thinker.model_type}):
+        arch = arch_from_config(as_dict, "tiny-qwen2_5_omni")
+        assert arch.vision is not None and arch.audio is not None
+        assert arch.text_model_type == "qwen2_5_omni_text" and arch.qkv_bias
+        assert arch.tie_word_embeddings == tied
+        assert P.num_parameters(arch) == expected
+        assert sum(t.numel * t.count for t in P.model_tensors(arch)) == expected
+    assert any("talker_config" in w for w in arch_from_config(full, "omni").warnings)
+    assert arch_from_config(thinker.to_dict(), "thinker").warnings == ()

@@ -117,6 +117,9 @@ FAMILIES: dict[str, FamilyTraits] = {
     "qwen2_vl_text": replace(_QWEN2, source="qwen2_vl/modeling_qwen2_vl.py"),
     "qwen2_5_vl": replace(_QWEN2, source="qwen2_5_vl/modeling_qwen2_5_vl.py"),
     "qwen2_5_vl_text": replace(_QWEN2, source="qwen2_5_vl/modeling_qwen2_5_vl.py"),
+    "qwen2_5_omni_text": replace(_QWEN2, source="qwen2_5_omni/modeling_qwen2_5_omni.py "
+                                 "(Qwen2_5OmniAttention: q/k/v bias=True, o_proj bias=False)"),
+    "qwen2_5_omni_thinker": replace(_QWEN2, source="qwen2_5_omni/modeling_qwen2_5_omni.py"),
     "qwen3": _QWEN3,
     "qwen3_moe": replace(_QWEN3, source="qwen3_moe/modeling_qwen3_moe.py"),
     "qwen3_vl_text": replace(_QWEN3, source="qwen3_vl/modeling_qwen3_vl.py",

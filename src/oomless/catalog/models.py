@@ -19,7 +19,7 @@ from ..errors import InputError
 from .checkpoint import CheckpointInfo
 from .families import LLAMA_TRAITS, FamilyTraits, assumed_traits_warning, family_traits
 from .hf_config import FIELD, KEY_ALIASES, config_get, config_int
-from .vision import VisionArch, vision_from_config  # VisionArch is re-exported
+from .vision import AudioArch, VisionArch, audio_from_config, vision_from_config  # re-exported
 
 SUBCONFIG_KEYS = ("text_config", "llm_config")
 """Where multimodal configs nest the language model: gemma3/Qwen-VL/LLaVA/Idefics3
@@ -34,6 +34,11 @@ NON_ATTENTION_MIXER_KEYS = ("hybrid_override_pattern", "mamba_num_heads", "ssm_s
                             "linear_num_value_heads", "conv_kernel")
 """Keys of Mamba/linear-attention hybrids (Nemotron-H, Jamba, Qwen3.5): an unknown family
 carrying them is not a plain decoder, and the warning says so."""
+THINKER_KEY = "thinker_config"
+"""Qwen2.5-Omni nests the model that reads text, images and audio and writes text (the
+"thinker", which GRPO trains) under ``thinker_config``, beside the speech ``talker_config``
+and ``token2wav_config``. Source: qwen2_5_omni/configuration_qwen2_5_omni.py."""
+SPEECH_OUTPUT_KEYS = ("talker_config", "token2wav_config")
 UNKNOWN_MAX_POSITIONS = 0
 """``max_position_embeddings`` recorded when a config has none (nothing is sized by it)."""
 
@@ -78,6 +83,8 @@ class ModelArch:
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
     vision: VisionArch | None = None
+    audio: AudioArch | None = None
+    """Audio encoder (Qwen2.5-Omni's thinker); counted with the vision tower."""
     source: str = ""
     checkpoint: CheckpointInfo | None = None
     """What the resolver found beside the config (exact parameter counts, quantization); set
@@ -322,7 +329,24 @@ def _layout_fields(text: dict[str, Any], traits: FamilyTraits) -> dict[str, Any]
     }
 
 
+def _thinker(config: dict[str, Any], name: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The config that holds the language model and its encoders (Qwen2.5-Omni's thinker, else
+    ``config`` itself), and a note when a speech talker is configured beside it."""
+    thinker = config.get(THINKER_KEY)
+    if not isinstance(thinker, dict):
+        return config, ()
+    speech = [k for k in SPEECH_OUTPUT_KEYS if isinstance(config.get(k), dict)]
+    if not speech or config.get("enable_audio_output") is False:
+        return thinker, ()
+    return thinker, (f"config of {name!r}: only the thinker (language model, vision and audio "
+                     f"encoders) is counted; {' and '.join(speech)} (speech output) are built "
+                     "too while enable_audio_output is true (ms-swift: ENABLE_AUDIO_OUTPUT=0 "
+                     "turns it off) and their weights are not in the plan",)
+
+
 def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelArch:
+    top_model_type = str(config.get("model_type", ""))
+    config, speech_notes = _thinker(config, name)
     text = _text_config(config)
     family = text["model_type"]
     known = family_traits(family)
@@ -337,7 +361,7 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         _require(text, "moe_intermediate_size", name, traits)
     else:
         intermediate = _require(text, "intermediate_size", name, traits)
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = speech_notes
     max_pos = _get(text, "max_position_embeddings", traits)
     if max_pos is None:
         notes += (f"config of {name!r} has no 'max_position_embeddings'; context length "
@@ -355,7 +379,7 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         _get(text, "num_key_value_heads", traits, heads))
     return ModelArch(
         name=name,
-        model_type=str(config.get("model_type", family)),
+        model_type=top_model_type or family,
         text_model_type=family,
         hidden_size=hidden,
         intermediate_size=intermediate,
@@ -373,6 +397,7 @@ def _arch_from_config(config: dict[str, Any], name: str, source: str) -> ModelAr
         **_mla_fields(text),
         **layout,
         vision=vision_from_config(config, hidden),
+        audio=audio_from_config(config),
         source=source,
         warnings=notes,
     )

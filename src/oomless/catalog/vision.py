@@ -23,6 +23,8 @@ LAYER_NORM = "layer_norm"
 TOWERS: dict[str, tuple[str, str]] = {
     "qwen2_vl": ("qwen2_vl", "qwen_merger"),
     "qwen2_5_vl": ("qwen2_5_vl", "qwen_merger"),
+    "qwen2_5_omni": ("qwen2_5_vl", "qwen_merger"),
+    "qwen2_5_omni_thinker": ("qwen2_5_vl", "qwen_merger"),
     "qwen3_vl": ("qwen3_vl", "qwen_merger"),
     "qwen3_vl_moe": ("qwen3_vl", "qwen_merger"),
     "qwen3_5": ("qwen3_vl", "qwen_merger"),
@@ -35,7 +37,9 @@ TOWERS: dict[str, tuple[str, str]] = {
     "smolvlm": ("idefics3_vision", "idefics3"),
 }
 """Top-level ``model_type`` → (tower, projector). Source: qwen2_vl, qwen2_5_vl, qwen3_vl,
-qwen3_5 modeling (``visual`` with its merger), InternVL remote code (``vision_model`` +
+qwen3_5 modeling (``visual`` with its merger), qwen2_5_omni/modeling_qwen2_5_omni.py
+(Qwen2_5OmniVisionEncoder: the Qwen2.5-VL tower with q/k/v as three biased linears instead
+of one fused ``qkv``, the same parameter count), InternVL remote code (``vision_model`` +
 ``mlp1``), internvl/modeling_internvl.py, gemma3/modeling_gemma3.py (SigLIP +
 Gemma3MultiModalProjector), llava/modeling_llava.py (CLIP or SigLIP + LlavaMultiModalProjector),
 idefics3/smolvlm modeling (Idefics3VisionTransformer + Idefics3Connector). LLaVA takes the
@@ -119,10 +123,13 @@ def _side(value: Any) -> int:
     return 0 if value is None else int(value)
 
 
-def _widths(vc: dict[str, Any], out_hidden_size: int) -> tuple[int, int, int]:
+def _widths(vc: dict[str, Any], out_hidden_size: int, tower: str) -> tuple[int, int, int]:
     """(tower width, MLP width, width fed to the LLM). Qwen2-VL names the tower width
-    ``embed_dim`` and the LLM width ``hidden_size``, with MLP = embed_dim·mlp_ratio."""
-    if "embed_dim" in vc:
+    ``embed_dim`` and the LLM width ``hidden_size``, with MLP = embed_dim·mlp_ratio; the
+    Qwen2.5-VL tower (also inside Qwen2.5-Omni, whose files may carry a stray ``embed_dim``)
+    reads ``hidden_size``, ``intermediate_size`` and ``out_hidden_size``
+    (qwen2_5_omni/modeling_qwen2_5_omni.py builds ``patch_embed`` with ``config.hidden_size``)."""
+    if "embed_dim" in vc and tower == "qwen2_vl":
         embed = int(vc["embed_dim"])
         return embed, int(embed * float(vc.get("mlp_ratio", 4))), int(vc.get("hidden_size")
                                                                       or out_hidden_size)
@@ -153,7 +160,7 @@ def vision_from_config(config: dict[str, Any], out_hidden_size: int) -> VisionAr
     if depth is None or heads is None or ("hidden_size" not in vc and "embed_dim" not in vc):
         raise InputError(FIELD, "vision_config lacks depth/num_heads/hidden_size")
     tower, projector = _tower(config, vc)
-    hidden, inter, out = _widths(vc, out_hidden_size)
+    hidden, inter, out = _widths(vc, out_hidden_size, tower)
     return VisionArch(
         model_type=tower,
         depth=int(depth),
@@ -181,3 +188,46 @@ def vision_from_config(config: dict[str, Any], out_hidden_size: int) -> VisionAr
         projector_bias=bool(config.get("multimodal_projector_bias", True)),
         post_norm=not (tower == "internvl_vision" and vc.get("use_mean_pooling", True)),
     )
+
+
+OMNI_AUDIO_ENCODER = "qwen2_5_omni_audio_encoder"
+OMNI_AUDIO_DEFAULTS: dict[str, int] = {
+    "encoder_layers": 32, "d_model": 1280, "encoder_ffn_dim": 5120,
+    "encoder_attention_heads": 20, "num_mel_bins": 128, "output_dim": 3584,
+}
+"""Qwen2_5OmniAudioEncoderConfig defaults, for keys a hub ``audio_config`` leaves out.
+Source: qwen2_5_omni/configuration_qwen2_5_omni.py (transformers 5.x)."""
+
+
+@dataclass(frozen=True)
+class AudioArch:
+    """A Whisper-style audio encoder (Qwen2.5-Omni's ``audio_tower``) and its projection."""
+
+    model_type: str
+    num_layers: int
+    hidden_size: int
+    """``d_model``."""
+    intermediate_size: int
+    """``encoder_ffn_dim``."""
+    num_heads: int
+    num_mel_bins: int
+    out_hidden_size: int
+    """``output_dim``: width of the language model ``proj`` feeds."""
+
+
+def audio_from_config(config: dict[str, Any]) -> AudioArch | None:
+    """The audio encoder of a thinker ``config`` (Qwen2.5-Omni), or None without one.
+
+    Source: qwen2_5_omni/configuration_qwen2_5_omni.py (Qwen2_5OmniAudioEncoderConfig)."""
+    ac = config.get("audio_config")
+    if not isinstance(ac, dict):
+        return None
+    kind = str(ac.get("model_type") or OMNI_AUDIO_ENCODER)
+    if kind != OMNI_AUDIO_ENCODER:
+        raise InputError(FIELD, f"audio tower {kind!r} is not supported; supported: "
+                         f"{OMNI_AUDIO_ENCODER}")
+    value = {k: config_int(ac, k, default) for k, default in OMNI_AUDIO_DEFAULTS.items()}
+    return AudioArch(model_type=kind, num_layers=value["encoder_layers"],
+                     hidden_size=value["d_model"], intermediate_size=value["encoder_ffn_dim"],
+                     num_heads=value["encoder_attention_heads"],
+                     num_mel_bins=value["num_mel_bins"], out_hidden_size=value["output_dim"])

@@ -19,8 +19,8 @@ from ..errors import InputError
 from .tensors import ParamTensor, num_tensor_parameters
 from .vision_towers import (CLASS_TOKENS, clip_tensors, idefics3_vision_tensors,
                             intern_vit_tensors, internvl_vision_tensors, linear, norm,
-                            qwen2_5_vl_tensors, qwen2_vl_tensors, qwen3_vl_tensors,
-                            siglip_tensors)
+                            qwen2_5_omni_audio_tensors, qwen2_5_vl_tensors, qwen2_vl_tensors,
+                            qwen3_vl_tensors, siglip_tensors)
 
 __all__ = ["CLASS_TOKENS", "num_vision_parameters", "vision_tensors"]
 
@@ -73,8 +73,16 @@ def projector_tensors(v: VisionArch) -> list[ParamTensor]:
     return []
 
 
+def audio_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
+    """Parameter tensors of the audio encoder (Qwen2.5-Omni's thinker), () without one.
+    Formula and source: ``vision_towers.qwen2_5_omni_audio_tensors``."""
+    return () if arch.audio is None else tuple(qwen2_5_omni_audio_tensors(arch.audio))
+
+
 def vision_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
-    """Parameter tensors of the vision tower and its projector into the language model.
+    """Parameter tensors of the encoders that feed the language model: the vision tower and
+    its projector, plus the audio encoder where there is one (Qwen2.5-Omni; ms-swift freezes
+    both with ``freeze_vit``, its ``vision_tower`` list naming ``audio_tower`` and ``visual``).
 
     Formulas and sources: the tower functions in ``vision_towers`` and ``projector_tensors``.
     Assumes: N = (image_size/patch)² for fixed-size towers; every tower layer is built
@@ -82,13 +90,14 @@ def vision_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
     """
     v = arch.vision
     if v is None:
-        return ()
+        return audio_tensors(arch)
     if v.model_type not in TOWER_TENSORS:
         raise InputError("model", f"vision tower {v.model_type!r} of {arch.name!r} is not "
                          f"supported; supported: {', '.join(TOWER_TENSORS)}")
-    return tuple(TOWER_TENSORS[v.model_type](v) + projector_tensors(v))
+    return tuple(TOWER_TENSORS[v.model_type](v) + projector_tensors(v)) + audio_tensors(arch)
 
 
 def num_vision_parameters(arch: ModelArch) -> int:
-    """Vision tower + projector (0 for text-only models). Formula: ``vision_tensors``."""
+    """Vision tower + projector + audio encoder (0 for text-only models).
+    Formula: ``vision_tensors``."""
     return num_tensor_parameters(vision_tensors(arch))

@@ -8,11 +8,15 @@ t = temporal patch, C = input channels, m = spatial merge, N = patches per image
 
 from __future__ import annotations
 
-from ..catalog.vision import VisionArch
+from ..catalog.vision import AudioArch, VisionArch
 from .tensors import LinearShape, ParamTensor, linear_tensors
 
 CLASS_TOKENS = 1
 """InternViT and CLIP prepend one class token; their position tables have N + 1 rows."""
+AUDIO_CONV_KERNEL = 3
+"""Qwen2.5-Omni's audio stem: two Conv1d of kernel 3 (conv1 mel→d, conv2 d→d stride 2)."""
+AUDIO_BOUNDARY_TOKENS = 2
+"""``audio_bos_eos_token``: an Embedding(2, output_dim) for the start and end of audio."""
 
 
 def norm(module: str, width: int, norm_type: str, count: int = 1) -> list[ParamTensor]:
@@ -212,4 +216,30 @@ def clip_tensors(v: VisionArch) -> list[ParamTensor]:
         *norm(f"{root}.pre_layrnorm", h, "layer_norm"),
         *_vit_layers(f"{root}.encoder.layers.*", v),
         *norm(f"{root}.post_layernorm", h, "layer_norm"),
+    ]
+
+
+def qwen2_5_omni_audio_tensors(a: AudioArch) -> list[ParamTensor]:
+    """Qwen2.5-Omni ``audio_tower`` (Whisper-style): conv1 (M·3·d + d), conv2 (d·3·d + d),
+    ``audio_bos_eos_token`` 2·out; per layer q/v/out_proj with bias and k_proj without,
+    self_attn_layer_norm and final_layer_norm LayerNorm(d), fc1/fc2 with bias; ln_post
+    LayerNorm(d) and ``proj`` (d→out, bias). The sinusoidal position table is a buffer.
+    Symbols: d = d_model, F = encoder_ffn_dim, M = num_mel_bins, out = output_dim.
+    Source: qwen2_5_omni/modeling_qwen2_5_omni.py (Qwen2_5OmniAudioEncoder,
+    Qwen2_5OmniAudioEncoderLayer, Qwen2_5OmniAudioAttention)."""
+    d, f, n, root = a.hidden_size, a.intermediate_size, a.num_layers, "audio_tower"
+    lyr = f"{root}.layers.*"
+    return [
+        *linear(f"{root}.conv1", a.num_mel_bins * AUDIO_CONV_KERNEL, d),
+        *linear(f"{root}.conv2", d * AUDIO_CONV_KERNEL, d),
+        ParamTensor(f"{root}.audio_bos_eos_token", "weight",
+                    AUDIO_BOUNDARY_TOKENS * a.out_hidden_size, 1),
+        *linear(f"{lyr}.self_attn.k_proj", d, d, bias=False, count=n),
+        *(t for proj in ("q_proj", "v_proj", "out_proj")
+          for t in linear(f"{lyr}.self_attn.{proj}", d, d, count=n)),
+        *norm(f"{lyr}.self_attn_layer_norm", d, "layer_norm", n),
+        *linear(f"{lyr}.fc1", d, f, count=n), *linear(f"{lyr}.fc2", f, d, count=n),
+        *norm(f"{lyr}.final_layer_norm", d, "layer_norm", n),
+        *norm(f"{root}.ln_post", d, "layer_norm"),
+        *linear(f"{root}.proj", d, a.out_hidden_size),
     ]
