@@ -78,10 +78,10 @@ def model_ref(name: Any, key: str, collected: Collected) -> str:
     if not isinstance(name, str) or not name.strip():
         raise InputError(key, f"{name!r} is not a model name or path")
     variable = re.search(r"\$\{?([A-Za-z_]\w*)", name)
-    if variable:
+    if variable and not re.search(r"[\w.\-]$", name.rstrip("/")) or variable and name.rstrip("/").endswith("}"):
         raise InputError(key, f"{name} is a variable the script never sets; set {variable.group(1)}=<model id or "
                               "path> in the script")
-    if Path(name).expanduser().exists():
+    if not variable and Path(name).expanduser().exists():
         return name
     ids = catalog_ids()
     lowered = {i.lower(): i for i in ids}
@@ -92,6 +92,9 @@ def model_ref(name: Any, key: str, collected: Collected) -> str:
     if len(matches) == 1:
         collected.notes.append(f"{key}={name} is not on this machine; planned as catalog model {matches[0]}")
         return matches[0]
+    if variable:
+        raise InputError(key, f"{name}: {variable.group(1)} is never set in the script and the folder name is not a "
+                              f"catalog model; set {variable.group(1)}=... in the script or give the model's id")
     return name
 
 

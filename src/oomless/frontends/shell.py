@@ -11,7 +11,8 @@ them, each with its words after expansion (`frontends.words`) and the environmen
   runs the same training each time; `ShellCommand.context` says so);
 - `if`/`while` bodies are read once; an assignment in an `if` branch only gives a variable that
   is still unset a value (the common `if [ -z "$X" ]; then X=...; fi` default);
-- a function's body is read where the function is called.
+- a function's body is read where the function is called, a `bash -c "..."` string as a script;
+- arrays `A=(...)` with `${A[@]}`, `$0`/`${BASH_SOURCE[0]}` (the script), positional defaults.
 
 Constructs bashlex cannot parse (`case`, `[[ ]]`, arrays) are masked or skipped statement by
 statement; `ShellScript.skipped` names their lines. `pick_command` chooses the training command
@@ -21,6 +22,7 @@ among several and says which.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ import bashlex.ast
 import bashlex.errors
 
 from ..errors import InputError
-from .words import Expansion, expand_string, expand_words, substitution_end
+from .words import Expansion, expand_string, expand_words, raw_words, substitution_end
 
 _PREFIX_COMMANDS = ("env", "nohup", "exec", "time", "command")
 _DECLARE = ("export", "declare", "typeset", "local", "readonly")
@@ -118,6 +120,8 @@ def _mask(text: str) -> str:
     for match in re.finditer(r"\$\{[A-Za-z_]\w*\[[^\]{}]*\]", text):  # ${ARRAY[0]}
         for i in range(match.start() + 2, match.end()):
             chars[i] = "_" if chars[i] in "[]@* " else chars[i]
+    for match in re.finditer(r"\\\n(?=[ \t]*(\n|$))", text):  # a continuation into a blank line ends the command
+        chars[match.start()] = " "
     for match in re.finditer(r"(?<=[\s=])<[A-Za-z_][\w\-./]*>(?=\s|$)", text):  # README placeholders: <your_path>
         chars[match.start()], chars[match.end() - 1] = "_", "_"
     for match in re.finditer(r"\[\[(?=\s)|(?<=\s)\]\]", text):
@@ -190,12 +194,21 @@ def _statement_end(lines: list[str], start: int, source: str) -> int | None:
     return None
 
 
+def _inline_script(argv: list[str]) -> str | None:
+    """The script of a `bash -c "..."` / `sh -c` inside a command (`srun ... bash -c "..."`)."""
+    for i, word in enumerate(argv[:-2]):
+        if word.rsplit("/", 1)[-1] in ("bash", "sh") and argv[i + 1] == "-c":
+            return argv[i + 2]
+    return None
+
+
 # --- walking -----------------------------------------------------------------------------
 
 class _Walker:
     def __init__(self, text: str, source: str) -> None:
         self.text, self.source = text, source
         self.variables: dict[str, str] = {}
+        self.arrays: dict[str, list[str]] = {}
         self.exported: set[str] = set()
         self.functions: dict[str, Any] = {}
         self.commands: list[ShellCommand] = []
@@ -240,7 +253,8 @@ class _Walker:
         return self.text[node.pos[0]:node.pos[1]]
 
     def expansion(self, node: Any) -> Expansion:
-        return Expansion(self.variables, f"{self.source}:{self.line(node.pos[0])}")
+        return Expansion(self.variables, f"{self.source}:{self.line(node.pos[0])}", arrays=self.arrays,
+                         script=self.source)
 
     def for_loop(self, node: Any) -> None:
         parts = node.parts
@@ -280,6 +294,9 @@ class _Walker:
         texts = [self.source_of(p) for p in node.parts if p.kind in ("word", "assignment")]
         while texts and _ASSIGNMENT.match(texts[0]):
             match = _ASSIGNMENT.match(texts.pop(0))
+            if match.group(3).startswith("(") and not texts:
+                self.assign_array(match.group(1), match.group(3), bool(match.group(2)), ex)
+                continue
             inline[match.group(1)] = expand_string(match.group(3), ex)
         if texts and texts[0] in _DECLARE:
             self.declare(texts, ex)
@@ -299,6 +316,16 @@ class _Walker:
             for name in argv[1:]:
                 self.variables.pop(name, None)
             return
+        nested = _inline_script(argv)
+        if nested is not None and self.depth < _MAX_CALL_DEPTH:
+            self.depth += 1
+            inner = _Walker(nested, self.source)
+            inner.variables, inner.arrays, inner.exported, inner.functions = self.variables, self.arrays, self.exported, self.functions
+            inner.depth, inner.context = self.depth, self.context
+            for child in _parse(_mask(nested), self.source, []):
+                inner.walk(child, background)
+            self.commands.extend(dataclasses.replace(c, line=self.line(node.pos[0])) for c in inner.commands)
+            self.depth -= 1
         if argv[0] in self.functions and self.depth < _MAX_CALL_DEPTH:
             self.depth += 1
             self.walk(self.functions[argv[0]])
@@ -308,6 +335,20 @@ class _Walker:
         env.update(inline)
         self.commands.append(ShellCommand(tuple(argv), env, background, self.line(node.pos[0]), self.context,
                                           tuple(sorted(ex.unresolved))))
+
+    def assign_array(self, name: str, text: str, append: bool, ex: Expansion) -> None:
+        """`A=(w1 w2 # comment ...)`: each word expanded, comments dropped."""
+        body = text[1:-1] if text.endswith(")") else text[1:]
+        items: list[str] = []
+        for line in body.splitlines():
+            for raw in raw_words(line):
+                if raw.startswith("#"):
+                    break
+                items.extend(expand_words(raw, ex))
+        if self.in_branch and name in self.arrays and not append:
+            return
+        self.arrays[name] = (self.arrays.get(name, []) if append else []) + items
+        self.variables[name] = self.arrays[name][0] if self.arrays[name] else ""
 
     def declare(self, texts: list[str], ex: Expansion) -> None:
         """`export`/`declare`/`local`/`readonly`: values are not word-split (bash)."""

@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from collections.abc import MutableMapping
+import posixpath
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -39,6 +40,14 @@ class Expansion:
     variables: MutableMapping[str, str]
     where: str
     unresolved: set[str] = field(default_factory=set)
+    arrays: Mapping[str, list[str]] = field(default_factory=dict)
+    """Indexed arrays `A=(x y)`: `${A[@]}` is every item, `${A[1]}` one, `${#A[@]}` the count."""
+    script: str = ""
+    """The script's own path: `$0` and `${BASH_SOURCE[0]}`."""
+
+
+WORD_BREAK = "\x1f"
+"""Separates the items of `"${A[@]}"`: each is a word of its own even inside quotes."""
 
 
 def expand_words(text: str, ex: Expansion) -> list[str]:
@@ -47,6 +56,15 @@ def expand_words(text: str, ex: Expansion) -> list[str]:
     words: list[str] = []
     current, started = "", False
     for piece, splittable in pieces:
+        if WORD_BREAK in piece:
+            first, *rest = piece.split(WORD_BREAK)
+            parts = [first, *rest]
+            for k, part in enumerate(parts):
+                if k:
+                    words.append(current)
+                    current = ""
+                current, started = current + part, True
+            continue
         if not splittable:
             current, started = current + piece, True
             continue
@@ -73,7 +91,7 @@ def expand_words(text: str, ex: Expansion) -> list[str]:
 
 def expand_string(text: str, ex: Expansion) -> str:
     """One string with no word splitting (assignment values, `${X:-default}` defaults)."""
-    return "".join(piece for piece, _ in _pieces(text, ex))
+    return "".join(piece for piece, _ in _pieces(text, ex)).replace(WORD_BREAK, " ")
 
 
 def _pieces(text: str, ex: Expansion) -> list[tuple[str, bool]]:
@@ -137,6 +155,8 @@ def _dollar(text: str, i: int, ex: Expansion) -> tuple[str, int]:
     match = _NAME.match(text, i + 1)
     if match:
         return _lookup(match.group(0), text[i:match.end()], ex), match.end()
+    if text[i + 1:i + 2] == "0" and ex.script:
+        return ex.script, i + 2
     if text[i + 1:i + 2] and text[i + 1] in _SPECIAL:
         return text[i:i + 2], i + 2  # positional and special parameters stay literal
     return "$", i + 1
@@ -196,13 +216,29 @@ def _lookup(name: str, original: str, ex: Expansion) -> str:
     return original
 
 
+_INDEXED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([^\]]*)\]")
+
+
 def _parameter(original: str, body: str, ex: Expansion) -> str:
     if body.startswith("#") and _NAME.fullmatch(body[1:]):
         return str(len(ex.variables.get(body[1:], ""))) if body[1:] in ex.variables else original
-    match = _NAME.match(body)
+    count = _INDEXED.fullmatch(body[1:]) if body.startswith("#") else None
+    if count and count.group(2) in ("@", "*") and count.group(1) in ex.arrays:
+        return str(len(ex.arrays[count.group(1)]))
+    indexed = _INDEXED.fullmatch(body)
+    if indexed:
+        return _item(original, indexed.group(1), indexed.group(2), ex)
+    match = _NAME.match(body) or re.match(r"[0-9]+|[@*]", body)
     if not match:
         return original
     name, rest = match.group(0), body[match.end():]
+    if not _NAME.fullmatch(name):  # positional parameters: never set when a script is read
+        op = re.match(r":?[-=+?]", rest)
+        if op and op.group(0)[-1] in "-=":
+            return expand_string(rest[op.end():], ex)
+        if op and op.group(0)[-1] == "+":
+            return ""
+        return ex.script if name == "0" and ex.script else original
     if not rest:
         return _lookup(name, original, ex)
     op = re.match(r":?[-=+?]", rest)
@@ -223,18 +259,44 @@ def _parameter(original: str, body: str, ex: Expansion) -> str:
     return default
 
 
+def _item(original: str, name: str, index: str, ex: Expansion) -> str:
+    if name == "BASH_SOURCE" and index in ("0", "@", "*") and ex.script:
+        return ex.script
+    if name not in ex.arrays:
+        return original if name in ex.variables else _unresolved(name, original, ex)
+    items = ex.arrays[name]
+    if index in ("@", "*"):
+        return WORD_BREAK.join(items) if index == "@" else " ".join(items)
+    try:
+        return items[arithmetic(expand_string(index, ex), ex)]
+    except (IndexError, InputError):
+        return ""
+
+
 def _unresolved(name: str, original: str, ex: Expansion) -> str:
     ex.unresolved.add(name)
     return original
 
 
 def _substitute(original: str, command: str, ex: Expansion) -> str:
-    words = expand_string(command, ex).split()
+    """What a command substitution prints, for the few commands whose output is known without
+    running them: `expr`, `echo`, and the paths of `dirname`, `basename`, `realpath`,
+    `readlink -f` and `cd DIR && pwd`. Any other stays as one word naming the command."""
+    words = [w for raw in raw_words(command) for w in expand_words(raw, ex)]
     if words[:1] == ["expr"]:
         return str(arithmetic(" ".join(w.replace("\\*", "*") for w in words[1:]), ex))
     if words[:1] == ["echo"]:
-        return " ".join(words[1:])
-    return original
+        return " ".join(w for w in words[1:] if w not in ("-n", "-e"))
+    args = [w for w in words[1:] if not w.startswith("-")]
+    if words[:1] == ["dirname"] and len(args) == 1:
+        return posixpath.dirname(args[0]) or "."
+    if words[:1] == ["basename"] and args:
+        return posixpath.basename(args[0].rstrip("/"))
+    if words[:1] in (["realpath"], ["readlink"]) and len(args) == 1:
+        return posixpath.normpath(args[0])
+    if len(words) == 4 and words[0] == "cd" and words[2:] == ["&&", "pwd"]:
+        return posixpath.normpath(words[1])
+    return "$(" + "_".join(command.split()) + ")"
 
 
 def arithmetic(expression: str, ex: Expansion) -> int:
@@ -261,3 +323,30 @@ def arithmetic(expression: str, ex: Expansion) -> int:
         raise InputError(ex.where, f"cannot evaluate arithmetic {expression!r} (integers and + - * / % only)")
 
     return value(tree)
+
+
+def raw_words(line: str) -> list[str]:
+    """The words of one line as written (quotes kept), split at unquoted blanks."""
+    words, current, quote = [], "", None
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if char == "\\" and quote != "'":
+            current += line[i:i + 2]
+            i += 2
+            continue
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char.isspace():
+            if current:
+                words.append(current)
+            current = ""
+            i += 1
+            continue
+        current += char
+        i += 1
+    if current:
+        words.append(current)
+    return words

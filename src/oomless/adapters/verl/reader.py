@@ -89,6 +89,9 @@ def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
     file = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
     if name in OWN_CONFIGS and not file.is_file():
         return H.compose(DEFAULTS, None, where, overrides, own_configs=OWN_CONFIGS)
+    if name.removesuffix(".yaml") == "ppo_megatron_trainer" and not file.is_file():
+        raise InputError(where, "--config-name ppo_megatron_trainer: verl's Megatron backend is not planned; "
+                                "allowed: FSDP configs (ppo_trainer, actor_rollout_ref.actor.strategy fsdp or fsdp2)")
     if not file.is_file():
         raise InputError(f"{where}", f"--config-name {name}: {file} not found next to {path.name}")
     return H.compose(DEFAULTS, C.read_text(file), str(file), overrides, folder=file.parent, own_configs=OWN_CONFIGS)

@@ -43,6 +43,10 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     given = _flags(args, out)
     values = {**DEFAULTS, **given}
     nproc = option_value(launcher, "--nproc_per_node") or command.env.get("NPROC_PER_NODE")
+    if nproc is not None and "$" in nproc:
+        out.notes.append(f"--nproc_per_node {nproc} is set by the environment at run time: GPUs per node from "
+                         "--gpus-per-node, else the default")
+        nproc = None
     nnodes = option_value(launcher, "--nnodes")
     out.set("model", N.model_ref(values.get("model_name_or_path"), "--model_name_or_path", out))
     out.set("hardware", N.hardware(hardware, "vlmr1", C.as_int("--nproc_per_node", nproc, 1) if nproc else None,
