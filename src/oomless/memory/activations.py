@@ -25,7 +25,12 @@ every decoder layer, `GradientCheckpointingLayer`); full fine-tuning. Known limi
 adds PEFT's branch tensors (`lora_saved_bytes_per_token`) to the full fine-tuning layer (only the
 frozen LM head and embeddings are taken out): traced, it agrees within 5 % with checkpointing
 (seed S1: −1.9 %) and is 12–18 % conservative without (a frozen base keeps fewer tensors);
-CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`).
+CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`). Hybrid models'
+Gated DeltaNet layers are planned as full-attention layers (`activation_model_warnings`).
+Families beyond the Llama layer follow ``ModelArch`` fields, not family names: a plain MLP
+(`mlp_gated`), LayerNorm (`norm_type`: input + fp32 mean/rstd), a parallel residual, post-norms
+only (OLMo2), q/k norms over the whole projection, a fused q/k/v without GQA; traced on tiny
+GPT-NeoX, StarCoder2, Phi-3 and OLMo2 configs (`tests/trace/test_agreement.py`).
 """
 
 from __future__ import annotations
@@ -52,7 +57,20 @@ INVERSE_RMS_BYTES = F
 """`torch.rsqrt(variance + eps)`: one fp32 per token and per norm, saved by the multiply."""
 NORM_OUTPUTS_CONSUMED_PER_LAYER = 2
 """Norm outputs saved by the linears that read them: the q/k/v input and the MLP input.
-Gemma's post-attention/post-feed-forward norms feed a residual add, which saves nothing."""
+Gemma's post-attention/post-feed-forward norms feed a residual add, which saves nothing.
+OLMo2 (post-norms only) has its linears read the residual stream instead: the same two
+tensors of 2h. Phi-2 (one norm, parallel residual) has one."""
+LAYER_NORM_STATS_BYTES = 2 * F
+"""`native_layer_norm` saves its input, its mean and its rstd for backward; on CUDA the two
+statistics are fp32 [.., 1] for a bf16 input (`acc_type`). Source: PyTorch
+aten/src/ATen/native/cuda/layer_norm_kernel.cu (`layer_norm_cuda`), derivatives.yaml
+(`native_layer_norm_backward` takes input, mean, rstd). The fake-tensor tracer runs the CPU
+decomposition, which casts them to bf16 (torch/_decomp/decompositions.py
+`native_layer_norm`): 4 B per token less per norm than planned."""
+LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT = B
+"""`native_layer_norm_backward` is one kernel: its only [.., h] temporary is the bf16 input
+gradient (the weight/bias gradients are per feature). Source: layer_norm_kernel.cu
+(`layer_norm_backward_cuda`)."""
 SDPA_RNG_STATE_BYTES = 2 * SMALL_TENSOR_BYTES
 """The memory-efficient kernel's philox seed and offset (int64 scalars), kept per call."""
 FLASH_VARLEN_CONSTANT_BYTES = 3 * SMALL_TENSOR_BYTES
@@ -79,6 +97,9 @@ of the input, the receive buffers and their concatenation, each the input's size
 _LAYER_BWD_TEMPORARIES_MLP = 3
 """MLP backward (down_proj, then the gate·up product): the product's gradient and the gate
 and up gradients, three bf16 [.., I] tensors, while the product itself has been freed."""
+_LAYER_BWD_TEMPORARIES_PLAIN_MLP = 2
+"""Plain MLP backward (fc2, then the GELU): the GELU output's gradient and fc1's output
+gradient, two bf16 [.., I] tensors, while the GELU output has been freed."""
 
 
 def _coef(arch: ModelArch) -> FamilyCoefficients:
@@ -102,30 +123,94 @@ def _kv(arch: ModelArch) -> int:
 
 
 def num_decoder_norms(arch: ModelArch) -> int:
-    """Llama: input and post-attention norms; Gemma 2/3 add pre/post feed-forward norms."""
-    return 4 if arch.sandwich_norm else 2
+    """Llama: input and post-attention norms; Gemma 2/3 and GLM-4 add two post-sublayer norms;
+    Phi-2 has one; OLMo2 two post-norms."""
+    return len(arch.layer_norm_names)
+
+
+def is_layer_norm(arch: ModelArch) -> bool:
+    """LayerNorm (`native_layer_norm`: GPT-NeoX, Phi-2, StarCoder2; OLMo-1's parameter-free
+    one too) rather than the HF RMSNorm chain of elementwise ops."""
+    return arch.norm_type != "rms_norm"
+
+
+def post_norms_only(arch: ModelArch) -> bool:
+    """OLMo2: the norms follow the attention and the MLP (``post_attention_layernorm``,
+    ``post_feedforward_layernorm``) and feed residual adds; the linears read the residual stream.
+    Source: olmo2/modeling_olmo2.py (Olmo2DecoderLayer)."""
+    return all(name.startswith("post_") for name in arch.layer_norm_names)
+
+
+def has_post_sublayer_norms(arch: ModelArch) -> bool:
+    """A norm between a sublayer's output and the residual add (Gemma 2/3, GLM-4, OLMo2): its
+    backward runs first and makes the sublayer's output gradient."""
+    return arch.sandwich_norm or post_norms_only(arch)
 
 
 def decoder_norm_saved_bytes_per_token(arch: ModelArch, width: int, rows: int = 1) -> int:
-    """One RMSNorm over ``rows`` vectors of ``width`` per token (q/k norms: a row per head),
-    without its output: fp32 upcast + bf16 cast (Gemma: fp32 normalised value) + inverse RMS."""
+    """One norm over ``rows`` vectors of ``width`` per token (q/k norms: a row per head, or one
+    row of the whole projection for OLMo2), without its output and its bf16 input: RMSNorm,
+    the fp32 upcast + bf16 cast (Gemma, OLMo2: fp32 normalised value) + inverse RMS; LayerNorm,
+    its fp32 mean and rstd (its input is the residual stream, ``residual_inputs_saved``)."""
+    if is_layer_norm(arch):
+        return LAYER_NORM_STATS_BYTES * rows
     return _coef(arch).norm_saved_bytes_per_element * width * rows + INVERSE_RMS_BYTES * rows
 
 
+def num_linear_inputs_per_layer(arch: ModelArch) -> int:
+    """bf16 [.., h] tensors the layer's first linears keep as their input: the attention's and
+    the MLP's (``NORM_OUTPUTS_CONSUMED_PER_LAYER``), one when both read one norm (Phi-2)."""
+    shared = arch.parallel_residual and num_decoder_norms(arch) == 1
+    return 1 if shared else NORM_OUTPUTS_CONSUMED_PER_LAYER
+
+
+def num_residual_inputs_saved_per_layer(arch: ModelArch) -> int:
+    """Residual-stream tensors a LayerNorm keeps as its input: the layer's input and, with a
+    sequential residual, the sum after attention (StarCoder2); with a parallel residual both
+    norms read the layer's input (GPT-NeoX, Phi-2). RMSNorm keeps its fp32 copy instead (0).
+    Source: gpt_neox/modeling_gpt_neox.py, phi/modeling_phi.py, starcoder2/modeling_starcoder2.py
+    (decoder layer forward); derivatives.yaml (native_layer_norm saves input)."""
+    if not is_layer_norm(arch):
+        return 0
+    return 1 if arch.parallel_residual else 2
+
+
 def norms_saved_bytes_per_token(arch: ModelArch) -> int:
-    """The layer's norms and the two outputs that linears keep (2h each)."""
+    """The layer's norms, the inputs its linears keep (2h each) and, for LayerNorm, the
+    residual-stream inputs the norms keep (2h each)."""
     norms = num_decoder_norms(arch) * decoder_norm_saved_bytes_per_token(arch, arch.hidden_size)
-    return norms + NORM_OUTPUTS_CONSUMED_PER_LAYER * B * arch.hidden_size
+    kept = num_linear_inputs_per_layer(arch) + num_residual_inputs_saved_per_layer(arch)
+    return norms + kept * B * arch.hidden_size
 
 
 def qk_norm_saved_bytes_per_token(arch: ModelArch) -> int:
-    """Qwen3/Gemma 3 normalise q and k per head before RoPE; RoPE keeps only cos/sin, so the
-    norms' outputs are not kept."""
+    """Qwen3/Gemma 3 normalise q and k per head before RoPE, OLMo2 the whole q and k
+    projections; RoPE keeps only cos/sin, so the norms' outputs are not kept. LayerNorm q/k
+    norms (Phi-2 ``qk_layernorm``) keep their input, the projection's output, as well."""
     if not arch.qk_norm:
         return 0
-    d = arch.head_dim
-    return (decoder_norm_saved_bytes_per_token(arch, d, arch.num_attention_heads)
-            + decoder_norm_saved_bytes_per_token(arch, d, arch.num_kv_heads))
+    d, a, k = arch.head_dim, arch.num_attention_heads, arch.num_kv_heads
+    if arch.qk_norm_full_width:
+        return (decoder_norm_saved_bytes_per_token(arch, a * d)
+                + decoder_norm_saved_bytes_per_token(arch, k * d))
+    inputs = B * (a + k) * d if is_layer_norm(arch) else 0
+    return (decoder_norm_saved_bytes_per_token(arch, d, a)
+            + decoder_norm_saved_bytes_per_token(arch, d, k) + inputs)
+
+
+def fused_qkv_kept_bytes_per_token(arch: ModelArch, attention: AttentionImpl) -> int:
+    """A fused q/k/v projection without GQA (GPT-NeoX ``query_key_value``): ``repeat_kv`` is
+    the identity, so sdpa/eager keep v as a view of the fused output and the whole [.., q+2kv]
+    storage stays alive, q and k slices included (q and k themselves are RoPE's new tensors).
+    With GQA (Phi-3) k and v are expanded copies and the fused output is freed; flash-attention
+    keeps its unpadded copies instead.
+    Source: transformers gpt_neox/modeling_gpt_neox.py (GPTNeoXAttention: qkv.view then
+    chunk), `repeat_kv` (n_rep = 1 returns its input), `integrations/sdpa_attention.py`."""
+    if not arch.fused_qkv or arch.uses_mla or attention == AttentionImpl.flash_attention_2:
+        return 0
+    if arch.num_kv_heads != arch.num_attention_heads:
+        return 0
+    return B * (_q(arch) + _kv(arch))
 
 
 def sdpa_bias_bytes_per_sequence(arch: ModelArch, seq_len: int) -> int:
@@ -181,17 +266,19 @@ def attention_core_saved_bytes_per_sequence(
     - eager: a contiguous copy of q for the batched matmul, expanded k and v, the scores
       (fp32 softmax + bf16 probabilities per score; Gemma 2's soft-cap keeps its `tanh` too:
       `eager_score_saved_bytes`), the contiguous transposed output.
+    - a fused q/k/v projection without GQA keeps its whole output (`fused_qkv_kept_bytes_per_token`).
     Source: transformers `integrations/sdpa_attention.py`, `modeling_flash_attention_utils.py`,
     `eager_attention_forward`; PyTorch `scaled_dot_product_attention` (CUDA dispatch).
     """
+    fused = fused_qkv_kept_bytes_per_token(arch, attention) * seq_len if sequence_parallel_size == 1 else 0
     arch, s = ulysses_attention_view(arch, seq_len, sequence_parallel_size)
     q, kv, n_h = _q(arch), _kv(arch), arch.num_attention_heads
     if attention == AttentionImpl.sdpa:
         lse = F * n_h * math.ceil(s / MEM_EFFICIENT_LSE_ALIGNMENT) * MEM_EFFICIENT_LSE_ALIGNMENT
-        return 4 * B * q * s + lse + sdpa_bias_bytes_per_sequence(arch, s)
+        return 4 * B * q * s + lse + sdpa_bias_bytes_per_sequence(arch, s) + fused
     if attention == AttentionImpl.flash_attention_2:
         return (B * q + 2 * B * kv + B * q + F * n_h + B * q + INDEX_BYTES) * s
-    return 4 * B * q * s + _coef(arch).eager_score_saved_bytes * n_h * s * s
+    return 4 * B * q * s + _coef(arch).eager_score_saved_bytes * n_h * s * s + fused
 
 
 def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
@@ -204,10 +291,14 @@ def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
     (2I_moe each) and the down output kept for the routing-weight multiply (2h), the bf16
     routing weight and four int64 routing indices; per token the fp32 router softmax over the
     experts. Shared experts are a dense gated MLP.
+
+    Plain MLP (GPT-NeoX, Phi-2, StarCoder2: fc1 → GELU → fc2): fc1's output (the GELU's input)
+    and the GELU's output (fc2's input): 2 × 2I. Source: gpt_neox/modeling_gpt_neox.py
+    (GPTNeoXMLP), phi/modeling_phi.py (PhiMLP), starcoder2/modeling_starcoder2.py.
     """
     h = arch.hidden_size
     if not arch.num_experts:
-        return 4 * B * arch.intermediate_size
+        return (4 if arch.mlp_gated else 2) * B * arch.intermediate_size
     k, i_moe = arch.num_experts_per_tok, arch.moe_intermediate_size
     per_pair = B * h + 2 * B * i_moe + B * i_moe + B * i_moe + B * h + B + MOE_ROUTING_INDEX_TENSORS * INDEX_BYTES
     shared = arch.shared_expert_intermediate_size or arch.num_shared_experts * i_moe
@@ -233,18 +324,36 @@ def decoder_layer_constant_bytes(arch: ModelArch, attention: AttentionImpl) -> i
     return kernel.get(attention, 0) + norms + moe
 
 
+def activation_model_warnings(arch: ModelArch) -> tuple[str, ...]:
+    """One line per approximation the activation terms make for ``arch`` (for the plan's
+    warnings): a hybrid's Gated DeltaNet layers are planned as full-attention layers."""
+    n = arch.num_linear_attention_layers
+    if not n:
+        return ()
+    return (f"{arch.name}: activations of its {n} Gated DeltaNet (linear-attention) layers are "
+            "planned as full-attention layers of the same width; the conv and chunked "
+            "recurrent-state tensors those layers keep (transformers qwen3_next/qwen3_5 "
+            "modeling, fla chunk_gated_delta_rule) are not modelled or traced",)
+
+
 # --- the whole model -----------------------------------------------------------------------
 
 
 def rotary_table_bytes(arch: ModelArch, seq_len: int) -> int:
-    """cos and sin, [1, s, d] bf16 each, computed once per forward and kept by RoPE's multiplies."""
-    return _coef(arch).rotary_tables * 2 * B * seq_len * arch.head_dim
+    """cos and sin, [1, s, d_rot] bf16 each, computed once per forward and kept by RoPE's
+    multiplies; d_rot = d · partial_rotary_factor (GPT-NeoX 0.25, Phi-2/GLM 0.5). OLMo2 keeps
+    them in fp32 (its coefficient counts two bf16 pairs). Source: gpt_neox/modeling_gpt_neox.py
+    (GPTNeoXRotaryEmbedding dim = rotary_ndims), olmo2/modeling_olmo2.py."""
+    rotary_dim = int(arch.head_dim * arch.partial_rotary_factor)
+    return _coef(arch).rotary_tables * 2 * B * seq_len * rotary_dim
 
 
 def head_saved_bytes_per_token(arch: ModelArch) -> int:
     """The final norm (without its output: the LM head keeps only the completion rows of it,
-    counted with the logits, `logits.lm_head_input_bytes`)."""
-    return decoder_norm_saved_bytes_per_token(arch, arch.hidden_size)
+    counted with the logits, `logits.lm_head_input_bytes`); a LayerNorm keeps its input too,
+    the last layer's output."""
+    residual = B * arch.hidden_size if is_layer_norm(arch) else 0
+    return decoder_norm_saved_bytes_per_token(arch, arch.hidden_size) + residual
 
 
 def head_constant_bytes(arch: ModelArch) -> int:
@@ -258,6 +367,13 @@ def checkpointed_layer_input_bytes_per_token(arch: ModelArch) -> int:
     `GradientCheckpointingLayer` checkpoints every decoder layer's forward.
     """
     return B * arch.hidden_size
+
+
+def checkpointed_input_reused_bytes_per_token(arch: ModelArch) -> int:
+    """Bytes per token of a recomputed layer's saved tensors that are its checkpointed input
+    itself: a LayerNorm (or OLMo2's q/k/v projections, after no norm) saves the layer's input,
+    the storage the checkpoint already holds, so the recomputation does not add it again."""
+    return B * arch.hidden_size if is_layer_norm(arch) or post_norms_only(arch) else 0
 
 
 def num_mask_kinds(arch: ModelArch) -> int:
@@ -295,7 +411,10 @@ def training_saved_activation_bytes(
 
 
 def norm_backward_peak_bytes_per_token(arch: ModelArch) -> int:
-    """One RMSNorm's backward at its peak (`FamilyCoefficients.norm_backward_peak_bytes_per_element`)."""
+    """One RMSNorm's backward at its peak (`FamilyCoefficients.norm_backward_peak_bytes_per_element`),
+    or a LayerNorm's (`LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT`)."""
+    if is_layer_norm(arch):
+        return LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT * arch.hidden_size
     return _coef(arch).norm_backward_peak_bytes_per_element * arch.hidden_size
 
 
@@ -317,17 +436,18 @@ def layer_backward_peak_bytes_per_sequence(
     h, s, sp = arch.hidden_size, seq_len, sequence_parallel_size
     saved = decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp)
     grad_in = GRAD_IN_BYTES_PER_ELEMENT * h * s
-    # Gemma: the post-sublayer norm's backward makes the sublayer's output gradient, besides the residual's.
-    sublayer_grad_in = 2 * grad_in if arch.sandwich_norm else grad_in
+    # Gemma, OLMo2: the post-sublayer norm's backward makes the sublayer's output gradient, besides the residual's.
+    post = has_post_sublayer_norms(arch)
+    sublayer_grad_in = 2 * grad_in if post else grad_in
     norm_backward = norm_backward_peak_bytes_per_token(arch) * s
-    post_mlp_norm = decoder_norm_saved_bytes_per_token(arch, h) * s if arch.sandwich_norm else 0
+    post_mlp_norm = decoder_norm_saved_bytes_per_token(arch, h) * s if post else 0
     mlp_kept = mlp_saved_bytes_per_token(arch) * s
     mlp = saved - post_mlp_norm - mlp_kept + _mlp_backward_peak_bytes_per_token(arch) * s + sublayer_grad_in
     norm_part = (decoder_norm_saved_bytes_per_token(arch, h) + B * h) * s
     pre_mlp_norm = saved - post_mlp_norm - mlp_kept - norm_part + norm_backward + grad_in
     attn = norm_part + qk_norm_saved_bytes_per_token(arch) * s + _attention_backward_bytes_per_sequence(arch, attention, s, sp) + sublayer_grad_in
     moments = [mlp, pre_mlp_norm, attn]
-    if arch.sandwich_norm:
+    if post:
         moments.append(saved - post_mlp_norm + norm_backward + grad_in)
     return max(moments)
 
@@ -338,7 +458,8 @@ def _mlp_backward_peak_bytes_per_token(arch: ModelArch) -> int:
     (`MOE_COMBINE_BACKWARD_TEMPORARIES`)."""
     if not arch.num_experts:
         i = arch.intermediate_size
-        return mlp_saved_bytes_per_token(arch) - B * i + _LAYER_BWD_TEMPORARIES_MLP * B * i
+        temporaries = _LAYER_BWD_TEMPORARIES_MLP if arch.mlp_gated else _LAYER_BWD_TEMPORARIES_PLAIN_MLP
+        return mlp_saved_bytes_per_token(arch) - B * i + temporaries * B * i
     return mlp_saved_bytes_per_token(arch) + MOE_COMBINE_BACKWARD_TEMPORARIES * arch.num_experts_per_tok * B * arch.hidden_size
 
 
@@ -389,7 +510,8 @@ def backward_transient_bytes(
     final_norm = without_head + b * s * norm_backward_peak_bytes_per_token(arch)
     layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token, sp)
     if checkpointing:
-        top_layer = without_head + layer + decoder_layer_constant_bytes(arch, attention)
+        reused = b * s * checkpointed_input_reused_bytes_per_token(arch)
+        top_layer = without_head + layer - reused + decoder_layer_constant_bytes(arch, attention)
     else:
         top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp) + layer
     embedding = TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD * tied
@@ -419,7 +541,7 @@ def inference_layer_peak_bytes_per_token(arch: ModelArch, tensor_parallel_size: 
     )
     norm = 2 * F * h
     attn = (B * (q + 2 * kv) + B * q) // t
-    mlp = 3 * B * inter // t
+    mlp = (3 if arch.mlp_gated else 2) * B * inter // t  # plain: fc1 output + GELU output
     return 2 * B * h + max(norm, attn, mlp)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..catalog.models import ModelArch, arch_from_config
+from ..memory.activations import post_norms_only
 from ..memory.components import Category
 from ..spec.run import AttentionImpl
 from .compare import predict, relative_difference, spec_for_setup
@@ -46,6 +47,18 @@ PROBE_CONFIGS: dict[str, dict[str, Any]] = {
                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 4096,
                "max_position_embeddings": 4096, "sliding_window": 64, "query_pre_attn_scalar": 32,
                "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
+    "phi3": {"model_type": "phi3", "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 3,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096, "pad_token_id": None,
+             "tie_word_embeddings": False, "max_position_embeddings": 4096},
+    "olmo2": {"model_type": "olmo2", "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 3,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096, "pad_token_id": None,
+              "tie_word_embeddings": False, "max_position_embeddings": 4096},
+    "gpt_neox": {"model_type": "gpt_neox", "hidden_size": 128, "intermediate_size": 512, "num_hidden_layers": 3,
+                 "num_attention_heads": 4, "vocab_size": 4096, "rotary_pct": 0.25, "use_parallel_residual": True,
+                 "tie_word_embeddings": False, "max_position_embeddings": 4096},
+    "starcoder2": {"model_type": "starcoder2", "hidden_size": 128, "intermediate_size": 512, "num_hidden_layers": 3,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 4096, "sliding_window": None,
+                   "tie_word_embeddings": False, "max_position_embeddings": 4096},
     "gemma3_text": {"model_type": "gemma3_text", "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 3,
                     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 4096,
                     "max_position_embeddings": 4096, "sliding_window": 64, "sliding_window_pattern": 2,
@@ -113,20 +126,26 @@ def measure_coefficients(config: dict[str, Any]) -> dict[str, int]:
     alive = _alive_at_end_of_forward(box["tracker"])
     b, s, c = setup.num_sequences, setup.seq_len, setup.completion_len
     h, d, n_h, v = arch.hidden_size, arch.head_dim, arch.num_attention_heads, arch.vocab_size
-    norm = "model.layers.0.input_layernorm"
+    layer = next(r.module for r in alive if ".layers.0." in r.module).split(".layers.0.")[0] + ".layers.0"
+    norm = f"{layer}.{arch.layer_norm_names[0]}"
+    # a pre-norm's bf16 output is kept by the linear after it; a post-norm's feeds an add (OLMo2)
+    output = 0 if post_norms_only(arch) else 2
     big = sum(r.num_bytes for r in alive if r.module == norm and r.shape[-1] == h and len(r.shape) == 3)
     weight_copy = sum(r.num_bytes for r in alive if r.module == norm and r.shape == (h,))
-    scores = sum(r.num_bytes for r in alive if r.module == "model.layers.0.self_attn" and r.shape == (b, n_h, s, s))
+    attn = f"{layer}.{arch.attention_module}"
+    scores = sum(r.num_bytes for r in alive if r.module == attn and r.shape == (b, n_h, s, s))
     logits = sum(r.num_bytes for r in alive if math.prod(r.shape) == b * (c + 1) * v)
-    rotary = [r for r in alive if r.shape == (1, s, d) and r.dtype == "bfloat16"]
-    final_norm = type(box["tracker"].model.get_decoder().norm)
+    rotary_dim = int(d * arch.partial_rotary_factor)
+    rotary = sum(r.num_bytes for r in alive if r.shape == (1, s, rotary_dim) and r.dtype in ("bfloat16", "float32"))
+    decoder = box["tracker"].model.get_decoder()
+    final_norm = type(getattr(decoder, "norm", None) or decoder.final_layer_norm)
     return {
-        "norm_saved_bytes_per_element": _exact(big, b * s * h, "norm saved") - 2,
+        "norm_saved_bytes_per_element": _exact(big, b * s * h, "norm saved") - output,
         "norm_weight_copy_bytes_per_element": _exact(weight_copy, h, "norm weight copy") if weight_copy else 0,
         "norm_backward_peak_bytes_per_element": _norm_backward_peak(final_norm, h),
         "eager_score_saved_bytes": _exact(scores, b * n_h * s * s, "eager scores"),
         "final_logit_softcap_bytes_per_logit": _exact(logits, b * (c + 1) * v, "kept logits") - 2,
-        "rotary_tables": len(rotary) // 2,
+        "rotary_tables": _exact(rotary, 2 * 2 * s * rotary_dim, "rotary tables (bf16 pairs)"),
     }
 
 
