@@ -6,13 +6,15 @@ per plan so that the phase builders receive only numbers.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass
 
 from ..catalog.gpus import GpuSpec
 from ..catalog.models import ModelArch
 from ..memory import vllm as V
-from ..spec.run import RunSpec
+from ..spec.run import RolloutEngine, RunSpec
 from ..units import gib_to_bytes
 from . import vision_terms as VT
 from .batches import DataLengths, MicroBatch, budget_micro_batch, packed_micro_batch, padded_micro_batch
@@ -60,6 +62,26 @@ def limit_lengths(spec: RunSpec) -> DataLengths:
     )
 
 
+def engine_capped(spec: RunSpec, data: DataLengths, image_tokens: int) -> DataLengths:
+    """Sequences as vLLM can produce them: none longer than an explicit ``rollout.max_model_len``.
+
+    vLLM rejects a prompt longer than max_model_len and stops a request when prompt + output
+    reach it (V1 ``check_stop``: ``num_tokens >= max_model_len`` → FINISHED_LENGTH_CAPPED), so a
+    trained sequence holds at most max_model_len tokens whatever the prompt/completion limits
+    say. The worst such sequence keeps the longest completion the cap leaves after the images
+    (logits grow with completion tokens), the prompt text filling the rest.
+    Source: vllm/v1/core/sched/utils.py (check_stop), vllm/v1/engine/processor.py
+    (``_validate_model_input``: prompt longer than max_model_len). Applies to vLLM rollouts
+    with ``rollout.max_model_len`` set; HF generation has no such cap."""
+    cap = spec.rollout.max_model_len
+    total = data.prompt_tokens + image_tokens + data.completion_tokens
+    if spec.rollout.engine == RolloutEngine.hf or cap is None or total <= cap:
+        return data
+    completion = max(1, min(data.completion_tokens, cap - image_tokens - 1))
+    text = max(0, min(data.prompt_tokens, cap - image_tokens - completion))
+    return dataclasses.replace(data, prompt_tokens=text, completion_tokens=completion)
+
+
 def micro_batches(spec: RunSpec, seq_len: int, completion_len: int, generated: int, worst: bool) -> tuple[MicroBatch, MicroBatch]:
     """Training and log-prob micro-batches on one GPU when every sequence holds ``seq_len``
     tokens (`batches.py`): token budgets, packing, padding; sequence parallel slices."""
@@ -85,6 +107,7 @@ def run_shape(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, lengths: Data
     is_a100 = gpu is not None and gpu.id.startswith("A100")
     data = lengths or limit_lengths(spec)
     image_tokens = VT.image_tokens(spec, arch, data.image_pixels, data.images_per_prompt)
+    data = engine_capped(spec, data, image_tokens)
     prompt = data.prompt_tokens + image_tokens
     seq = prompt + data.completion_tokens
     limit_seq = spec.lengths.max_prompt_tokens + VT.image_tokens_per_prompt(spec, arch) + spec.lengths.max_completion_tokens
