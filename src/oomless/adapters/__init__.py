@@ -11,6 +11,7 @@ never imports an adapter; the CLI reaches a framework only through `import_nativ
 
 A framework package provides:
     SUPPORTED_VERSIONS: str                          # the version range its defaults follow
+    SPEC_SOURCES: dict[str, str]                     # spec field → native key(s)
     def import_config(path: Path, hardware: HardwareFlags) -> ImportResult
     def export_spec(spec: RunSpec, out_dir: Path, force: bool) -> list[Path]
 """
@@ -69,6 +70,11 @@ def _module(framework: str) -> Any:
         if err.name == f"{__name__}.{framework}":
             raise InputError("--from", f"framework {framework!r} has no adapter yet") from None
         raise
+
+
+def spec_sources(framework: str) -> dict[str, str]:
+    """Spec field → the framework's native key(s) it is read from (see `oomless import`)."""
+    return dict(getattr(_module(framework), "SPEC_SOURCES", {}))
 
 
 def import_native(framework: str, path: Path, hardware: HardwareFlags) -> ImportResult:

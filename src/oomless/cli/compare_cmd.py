@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
+from .import_cmd import FROM_HELP, GPU_HELP
 
 NUM_SHOWN_COMPONENTS = 8
 
@@ -29,12 +30,19 @@ def compare_command(
     as_json: bool = typer.Option(False, "--json", help="Print the comparison (both plans and their differences) as JSON."),
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML page of both plans side by side."),
     png: Path = typer.Option(None, "--png", help="Also write a PNG of both plans side by side."),
+    from_framework: str = typer.Option(None, "--from", help=FROM_HELP + " Applies to BEFORE and AFTER"),
+    gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
 ) -> None:
     """Compare two plans (before/after a fix); exit 0 if AFTER fits, 1 if it does not, 2 bad input."""
     from .main import run_guarded
 
     def body() -> int:
-        comparison = build_comparison(before, after)
+        from .import_cmd import hardware_flags
+
+        comparison = build_comparison(before, after, from_framework, hardware_flags(gpu, gpus_per_node, nodes, host_ram))
         if html is not None or png is not None:
             from ..charts import write_compare_charts
 
@@ -48,15 +56,15 @@ def compare_command(
     run_guarded(body)
 
 
-def build_comparison(before: Path, after: Path) -> dict[str, Any]:
+def build_comparison(before: Path, after: Path, framework: str | None = None, hardware: Any = None) -> dict[str, Any]:
     from ..charts.compare import compare_documents
     from ..planner.plan import make_plan
     from ..planner.report import plan_to_dict
-    from ..spec.load import load_run
+    from .import_cmd import hardware_flags, load_any
 
     docs, specs = [], []
     for path in (before, after):
-        run = load_run(path)
+        run = load_any(path, framework, hardware or hardware_flags(None, None, None, None))
         for warning in run.warnings:
             typer.echo(f"warning: {path}: {warning}", err=True)
         docs.append(plan_to_dict(make_plan(run.spec, run.arch, run.gpu, run.archs), run.warnings))

@@ -3,6 +3,7 @@
 Examples:
     oomless export examples/seeds/s1-after.yaml --to swift --out-dir run/
     oomless export examples/quickstart.yaml --to trl --out-dir trl-run/ --force
+    oomless export --from ms-swift examples/seeds/native/s1-after.sh --gpu RTX-3090 --to trl --out-dir trl-run/
 """
 
 from __future__ import annotations
@@ -11,12 +12,19 @@ from pathlib import Path
 
 import typer
 
+from .import_cmd import FROM_HELP, GPU_HELP
+
 
 def export_command(
-    spec: Path = typer.Argument(..., help="Run spec (YAML)."),
+    spec: Path = typer.Argument(..., help="Run spec (YAML), or a framework config with --from."),
     to: str = typer.Option(..., "--to", help="Framework: swift, trl, verl, easyr1, openrlhf, orz, vlmr1."),
     out_dir: Path = typer.Option(Path("."), "--out-dir", help="Folder for the files written. Default: here."),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist (never the input spec)."),
+    from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
+    gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
 ) -> None:
     """Write SPEC in FRAMEWORK's own form with the memory knobs set; exit 0 written, 2 bad input."""
     from .main import run_guarded
@@ -24,9 +32,9 @@ def export_command(
     def body() -> int:
         from ..adapters import export_native
         from ..errors import InputError
-        from ..spec.load import load_run
+        from .import_cmd import hardware_flags, load_any
 
-        run = load_run(spec)
+        run = load_any(spec, from_framework, hardware_flags(gpu, gpus_per_node, nodes, host_ram))
         original = spec.read_bytes()
         out_dir.mkdir(parents=True, exist_ok=True)
         written = export_native(to, run.spec, out_dir, force)

@@ -16,13 +16,19 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
+from .import_cmd import FROM_HELP, GPU_HELP
 
 if TYPE_CHECKING:
     from ..fit.probe import Margin
     from ..spec.run import RunSpec
 
 def fit_command(
-    spec: Path = typer.Argument(..., help="Run spec (YAML)."),
+    spec: Path = typer.Argument(..., help="Run spec (YAML), or a framework config with --from."),
+    from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
+    gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
     margin: float = typer.Option(None, "--margin", metavar="GIB", help="GiB every GPU and host constraint must keep free."),
     margin_fraction: float = typer.Option(
         None, "--margin-fraction", metavar="F", help="Fraction of each device's capacity to keep free (default 0.05)."
@@ -55,7 +61,16 @@ def fit_command(
         options = FitOptions(_margin(margin, margin_fraction), _allowed(allow, MATH_KNOBS), _top(top))
         if write is not None:
             check_target(write, spec)
-        result = fit_file(spec, options)
+        if from_framework is None:
+            result = fit_file(spec, options)
+        else:
+            from ..fit.search import fit
+            from .import_cmd import hardware_flags, load_native
+
+            run, raw = load_native(spec, from_framework, hardware_flags(gpu, gpus_per_node, nodes, host_ram))
+            for warning in run.warnings:
+                typer.echo(f"warning: {warning}", err=True)
+            result = fit(run, raw, spec.resolve().parent, options)
         shown = _margin_text(options.margin)
         document = fit_to_dict(result, str(spec))
         export_error = None

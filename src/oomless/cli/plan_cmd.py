@@ -9,7 +9,6 @@ Examples:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +26,8 @@ def plan_command(
     spec: Path = typer.Argument(..., help="Run spec (YAML), or a framework config with --from."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as a JSON document."),
     from_framework: str = typer.Option(
-        None, "--from", help="Read SPEC as this framework's config: swift, trl, verl, easyr1, openrlhf, orz."
+        None, "--from", help="Read SPEC as this framework's own config: swift (ms-swift), trl, verl, easyr1, openrlhf, "
+        "orz (open-reasoner-zero), vlmr1."
     ),
     gpu: str = typer.Option(None, "--gpu", help="GPU type when the framework config does not say (with --from)."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
@@ -66,21 +66,10 @@ def plan_command(
 
 
 def load_any(path: Path, framework: str | None, hardware: HardwareFlags) -> ResolvedRun:
-    """A YAML spec, or a framework's config through its adapter (ignored flags become warnings)."""
-    from ..spec.load import load_run, parse_spec, resolve
+    """A YAML spec, or a framework's config through its adapter (see `import_cmd.load_any`)."""
+    from .import_cmd import load_any as load
 
-    if framework is None:
-        if any(v is not None for v in vars(hardware).values()):
-            typer.echo("warning: --gpu/--gpus-per-node/--nodes/--host-ram are ignored without --from", err=True)
-        return load_run(path)
-    from ..adapters import import_native
-
-    imported = import_native(framework, path, hardware)
-    for line in imported.notes:
-        typer.echo(f"note: {line}", err=True)
-    run = resolve(parse_spec(imported.spec), path.resolve().parent)
-    ignored = tuple(f"{framework}: {line}" for line in imported.ignored)
-    return dataclasses.replace(run, warnings=ignored + run.warnings)
+    return load(path, framework, hardware)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .import_cmd import FROM_HELP, GPU_HELP
+
 from ..errors import EXIT_FITS, InputError
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ TRACE_ONLY_CAPACITY_GIB = 1024
 """GPU capacity of the spec made from flags alone (only the train phase's terms are compared)."""
 
 
-def _resolve(spec: Path | None, overrides: dict[str, Any]) -> ResolvedRun:
+def _resolve(spec: Path | None, overrides: dict[str, Any], native: tuple[ResolvedRun, dict[str, Any]] | None = None) -> ResolvedRun:
     from ..spec.load import load_run, parse_spec, read_yaml, resolve
 
     if spec is None:
@@ -42,6 +44,10 @@ def _resolve(spec: Path | None, overrides: dict[str, Any]) -> ResolvedRun:
         data: dict[str, Any] = {"hardware": {"gpu_capacity_gib": TRACE_ONLY_CAPACITY_GIB, "gpus_per_node": 1},
                                 "distribution": {"strategy": "ddp"}, "rollout": {"engine": "hf"}}
         base = None
+    elif native is not None:
+        if not overrides:
+            return native[0]
+        data, base = dict(native[1]), spec.resolve().parent
     else:
         if not overrides:
             return load_run(spec)
@@ -75,6 +81,11 @@ def trace_command(
     prompt_tokens: int = typer.Option(None, "--prompt-tokens", min=1, help="Prompt length in tokens."),
     completion_tokens: int = typer.Option(None, "--completion-tokens", min=1, help="Completion length in tokens."),
     checkpointing: bool = typer.Option(None, "--checkpointing/--no-checkpointing", help="Gradient checkpointing."),
+    from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
+    gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
 ) -> None:
     """Trace the spec's training step on fake tensors; compare with the plan. Exit 0, or 2 on bad input."""
     from .main import run_guarded
@@ -89,7 +100,14 @@ def trace_command(
 
         flags = {"model": model, "batch.micro_batch_size": micro_batch, "lengths.max_prompt_tokens": prompt_tokens,
                  "lengths.max_completion_tokens": completion_tokens, "gradient_checkpointing": checkpointing}
-        run, notes = _without_images(_resolve(spec, {k: v for k, v in flags.items() if v is not None}))
+        native = None
+        if from_framework is not None:
+            if spec is None:
+                raise InputError("--from", "give the framework's config file as SPEC")
+            from .import_cmd import hardware_flags, load_native
+
+            native = load_native(spec, from_framework, hardware_flags(gpu, gpus_per_node, nodes, host_ram))
+        run, notes = _without_images(_resolve(spec, {k: v for k, v in flags.items() if v is not None}, native))
         for line in (*run.warnings, *notes):
             typer.echo(f"warning: {line}", err=True)
         result = run_trace(raw_config(run.arch), setup_from_spec(run.spec, run.arch), chunk_rows=run.spec.logits_chunk_rows)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import typer
 
+from .import_cmd import FROM_HELP, GPU_HELP
+
 TRAIN_EXTRA = frozenset({"torch", "transformers", "trl", "peft", "accelerate", "datasets", "psutil", "tokenizers"})
 """Top-level modules of `oomless[train]`: missing one is an install problem, not a bug."""
 
@@ -29,6 +31,11 @@ def train_command(
     output_dir: Path = typer.Option(None, "--output-dir", help="Checkpoints and telemetry. Default: train.output_dir."),
     max_steps: int = typer.Option(None, "--max-steps", min=1, help="Optimizer steps. Default: train.max_steps."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in the output folder."),
+    from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
+    gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
+    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
+    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
 ) -> None:
     """Train GRPO on TRL with the plan applied; exit 0 trained, 1 refused (does not fit), 2 bad input."""
     from .main import run_guarded
@@ -39,7 +46,13 @@ def train_command(
 
         options = TrainOptions(force=force, fit=fit, output_dir=output_dir, max_steps=max_steps, resume=resume)
         try:
-            outcome = train(spec, options, say=lambda line: typer.echo(line, err=True))
+            import tempfile
+
+            from .import_cmd import hardware_flags, materialise
+
+            with tempfile.TemporaryDirectory(prefix="oomless-import-") as folder:
+                path = materialise(spec, from_framework, hardware_flags(gpu, gpus_per_node, nodes, host_ram), Path(folder))
+                outcome = train(path, options, say=lambda line: typer.echo(line, err=True))
         except ModuleNotFoundError as err:
             if err.name not in TRAIN_EXTRA:
                 raise

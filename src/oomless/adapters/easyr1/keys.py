@@ -41,3 +41,24 @@ NO_MEMORY_EFFECT = (
     "trainer.critic_warmup", f"{ROL}.val_override_config", f"{ROL}.top_k", f"{ROL}.seed", f"{ROL}.ignore_eos",
     f"{ROL}.disable_", f"{ROL}.dtype", f"{ROL}.name",
 )
+
+
+SPEC_SOURCES: dict[str, str] = {
+    "model": "worker.actor.model.model_path", "distribution": "worker.actor.fsdp.enable_full_shard",
+    "distribution.offload_params": "worker.actor.fsdp.enable_cpu_offload", "precision": "worker.actor.fsdp.torch_dtype",
+    "gradient_checkpointing": "worker.actor.model.enable_gradient_checkpointing", "finetune": "worker.actor.model.lora.rank",
+    "batch.micro_batch_size": "worker.actor.micro_batch_size_per_device_for_update",
+    "batch.logprob_micro_batch_size": "worker.actor.micro_batch_size_per_device_for_experience",
+    "batch.num_generations": "worker.rollout.n", "lengths.max_prompt_tokens": "data.max_prompt_length",
+    "lengths.max_completion_tokens": "data.max_response_length", "vision.max_pixels": "data.max_pixels",
+    "vision.min_pixels": "data.min_pixels", "vision.freeze_tower": "worker.actor.model.freeze_vision_tower",
+    "rollout.gpu_memory_utilization": "worker.rollout.gpu_memory_utilization",
+    "rollout.tensor_parallel_size": "worker.rollout.tensor_parallel_size",
+    "rollout.max_num_batched_tokens": "worker.rollout.max_num_batched_tokens",
+    "rollout.offload_model": "worker.actor.offload.offload_params",
+    "rollout.offload_optimizer": "worker.actor.offload.offload_optimizer", "kl_beta": "algorithm.kl_coef",
+    "algorithm": "algorithm.adv_estimator", "hardware.gpus_per_node": "trainer.n_gpus_per_node",
+    "hardware.num_nodes": "trainer.nnodes",
+}
+"""Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
+`oomless import` comments every value with the one the file sets."""

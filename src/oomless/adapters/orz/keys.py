@@ -28,3 +28,16 @@ DEFAULTS: dict[str, Any] = {
     "advantage_normalize": True, "value_head_prefix": "value_head", "enable_eval": False, "eval_interval": -1,
     "update_ref_every_epoch": False,
 }
+
+
+SPEC_SOURCES: dict[str, str] = {
+    "model": "pretrain", "critic.model": "critic_pretrain", "batch.micro_batch_size": "micro_train_batch_size",
+    "batch.logprob_micro_batch_size": "micro_forward_batch_size", "batch.num_generations": "n_samples_per_prompt",
+    "lengths.max_prompt_tokens": "prompt_max_len", "lengths.max_completion_tokens": "generate_max_len",
+    "rollout.gpu_memory_utilization": "gpu_memory_utilization", "rollout.tensor_parallel_size": "vllm_tensor_parallel_size",
+    "rollout.max_num_batched_tokens": "max_num_batched_tokens", "rollout.enforce_eager": "enforce_eager",
+    "placement": "colocate_all | actor_num_gpus_per_node | vllm_num_engines", "distribution": "zero_stage",
+    "kl_beta": "init_kl_coef", "gradient_checkpointing": "gradient_checkpointing",
+}
+"""Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
+`oomless import` comments every value with the one the file sets."""

@@ -234,3 +234,23 @@ TORCH_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "
 LORA_TYPES = ("lora", "longlora")
 EXAMPLE_DATASET = "AI-MO/NuminaMath-TIR#1000"
 """The dataset ms-swift's own GRPO examples use (examples/train/grpo/*.sh)."""
+
+
+SPEC_SOURCES: dict[str, str] = {
+    "model": "--model", "finetune.method": "--tuner_type | --train_type", "finetune.lora_rank": "--lora_rank",
+    "finetune.lora_alpha": "--lora_alpha", "finetune.lora_targets": "--target_modules",
+    "distribution": "--deepspeed | --fsdp", "precision": "--torch_dtype", "gradient_checkpointing": "--gradient_checkpointing",
+    "attention": "--attn_impl", "logits": "--use_liger_kernel", "kl_beta": "--beta",
+    "batch.micro_batch_size": "--per_device_train_batch_size", "batch.num_generations": "--num_generations",
+    "batch.gradient_accumulation_steps": "--gradient_accumulation_steps", "batch.padding_free": "--padding_free",
+    "lengths.max_completion_tokens": "--max_completion_length", "lengths.max_prompt_tokens": "--max_length",
+    "rollout.engine": "--use_vllm | --vllm_mode", "rollout.gpu_memory_utilization": "--vllm_gpu_memory_utilization",
+    "rollout.tensor_parallel_size": "--vllm_tensor_parallel_size", "rollout.max_model_len": "--vllm_max_model_len",
+    "rollout.sleep_level": "--sleep_level", "rollout.offload_model": "--offload_model",
+    "rollout.offload_optimizer": "--offload_optimizer", "rollout.weight_sync_batches": "--move_model_batches",
+    "rollout.num_gpus": "swift rollout", "vision.max_pixels": "MAX_PIXELS | --max_pixels",
+    "hardware.gpus_per_node": "NPROC_PER_NODE | CUDA_VISIBLE_DEVICES", "hardware.num_nodes": "NNODES",
+    "distribution.sequence_parallel_size": "--sequence_parallel_size",
+}
+"""Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
+`oomless import` comments every value with the one the file sets."""

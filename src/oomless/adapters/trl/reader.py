@@ -40,6 +40,7 @@ from . import launch as TL
 from ..args import hf_optimizer
 from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
+from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED
 
 SUPPORTED_VERSIONS = ">=1.0,<2"
 """TRL 1.x; defaults of 1.16.0 (earlier 1.x releases may differ in batch and vLLM defaults)."""
@@ -49,47 +50,8 @@ PEFT_DEFAULT_TARGETS = ["q_proj", "v_proj"]
 PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"})
 """peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft 0.21)."""
 
-NO_MEMORY_EFFECT = frozenset({
-    "output_dir", "learning_rate", "num_train_epochs", "max_steps", "logging_steps", "save_steps",
-    "save_strategy", "save_total_limit", "eval_strategy", "eval_steps", "report_to", "run_name", "seed",
-    "warmup_ratio", "warmup_steps", "lr_scheduler_type", "weight_decay", "max_grad_norm", "adam_beta1",
-    "adam_beta2", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "epsilon", "epsilon_high",
-    "delta", "loss_type", "scale_rewards", "num_iterations", "importance_sampling_level", "log_completions",
-    "num_completions_to_print", "dataset_name", "dataset_config", "dataset_train_split", "dataset_test_split",
-    "reward_funcs", "reward_weights", "model_revision", "trust_remote_code", "push_to_hub", "hub_model_id",
-    "logging_dir", "disable_dropout", "shuffle_dataset", "mask_truncated_completions", "sync_ref_model",
-    "ref_model_mixup_alpha", "ref_model_sync_steps", "top_entropy_quantile", "vllm_server_host",
-    "vllm_server_port", "vllm_server_timeout", "vllm_group_port", "vllm_server_base_url", "use_rslora",
-    "lora_task_type", "vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
-    "vllm_importance_sampling_cap", "vllm_model_impl", "log_unique_prompts", "dataloader_num_workers",
-    "remove_unused_columns", "bf16_full_eval", "ddp_timeout", "gradient_checkpointing_kwargs", "env",
-    "chat_template_kwargs", "generation_kwargs", "multi_objective_aggregation", "use_bias_correction_kl",
-    "dataset_streaming", "ignore_bias_buffers", "logging_first_step", "save_only_model",
-})
-NOT_MODELLED = {
-    "use_transformers_continuous_batching": "transformers' paged KV cache is not modelled (planned as generate)",
-    "transformers_continuous_batching_config": "transformers' paged KV cache is not modelled",
-    "ds3_gather_for_generation": "ZeRO-3 generation without a full gather is not modelled",
-    "lora_modules_to_save": "fully trained extra modules beside LoRA are not modelled",
-    "use_dora": "DoRA's magnitude vectors are not modelled (planned as LoRA)",
-    "torch_empty_cache_steps": "periodic empty_cache is not modelled",
-    "pad_to_multiple_of": "padding to a multiple is not modelled",
-    "per_device_eval_batch_size": "evaluation is not planned",
-    "num_generations_eval": "evaluation is not planned",
-    "model_init_kwargs": "extra from_pretrained arguments are not read",
-    "lora_target_parameters": "LoRA on parameters (MoE experts) is not modelled",
-}
 
 
-LEGACY_KEYS: dict[str, tuple[str, str]] = {
-    "use_liger_loss": ("use_liger_kernel", "TRL <= 0.2x (renamed use_liger_kernel, trl PR #4364)"),
-    "torch_dtype": ("dtype", "TRL <= 0.2x ModelConfig, transformers < 4.56 (renamed dtype)"),
-    "max_prompt_length": ("max_prompt_length", "TRL <= 0.2x: prompts were truncated to it (default 512); "
-                                               "read as the prompt bound"),
-}
-"""Keys of TRL 0.1x-0.2x GRPOConfig/ModelConfig that 1.x dropped or renamed, read with the
-meaning they had then. Source: trl 0.24.0 `trl/trainer/grpo_config.py` (max_prompt_length 512,
-use_liger_loss), `trl/trainer/model_config.py` (torch_dtype)."""
 
 
 def read_legacy(values: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 The reader never imports the writer; the writer may read its own output back through the reader."""
 
+from .keys import SPEC_SOURCES
 from .reader import SUPPORTED_VERSIONS, import_config
 from .writer import export_spec
 
-__all__ = ["SUPPORTED_VERSIONS", "export_spec", "import_config"]
+__all__ = ["SPEC_SOURCES", "SUPPORTED_VERSIONS", "export_spec", "import_config"]

@@ -19,3 +19,16 @@ NO_MEMORY_EFFECT = {
     "image_folders", "is_reward_customized_from_vlm_module", "task_type", "reward_funcs", "dataset_config",
     "seed", "warmup_ratio", "lr_scheduler_type", "save_total_limit", "eval_strategy", "logging_dir",
 }
+
+
+SPEC_SOURCES: dict[str, str] = {
+    "model": "--model_name_or_path", "distribution": "--deepspeed", "batch.micro_batch_size": "--per_device_train_batch_size",
+    "batch.num_generations": "--num_generations", "batch.gradient_accumulation_steps": "--gradient_accumulation_steps",
+    "lengths.max_prompt_tokens": "--max_prompt_length", "lengths.max_completion_tokens": "--max_completion_length",
+    "vision.max_pixels": "--max_pixels", "vision.min_pixels": "--min_pixels", "vision.freeze_tower": "--freeze_vision_modules",
+    "finetune": "--use_peft", "finetune.lora_rank": "--lora_r", "finetune.lora_alpha": "--lora_alpha",
+    "gradient_checkpointing": "--gradient_checkpointing", "attention": "--attn_implementation", "kl_beta": "--beta",
+    "precision": "--bf16 | --fp16", "hardware.gpus_per_node": "--nproc_per_node", "hardware.num_nodes": "--nnodes",
+}
+"""Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
+`oomless import` comments every value with the one the file sets."""
