@@ -41,3 +41,26 @@ def test_the_cap_shrinks_the_train_phase() -> None:
     capped, seq = train_peak(_spec(max_model_len=8192))
     uncapped, seq_uncapped = train_peak(_spec())
     assert seq == 8192 and seq_uncapped == 32768 and capped < uncapped
+
+
+def test_longest_fitting_prompt_is_the_boundary() -> None:
+    import dataclasses
+
+    from oomless.planner.plan import longest_fitting_prompt, plan_batch
+    from oomless.planner.shape import limit_lengths
+
+    run = resolve(parse_spec({**BASE, "rollout": {"engine": "hf"}, "batch": {"micro_batch_size": 8, "num_generations": 8}}))
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs, explain=True)
+    assert not plan.worst_fits
+    longest = plan.longest_fitting_prompt_tokens
+    assert longest is not None and 1 <= longest < run.spec.lengths.max_prompt_tokens
+    limit = limit_lengths(run.spec)
+
+    def fits(prompt: int) -> bool:
+        return plan_batch(run.spec, run.arch, run.gpu, run.archs, dataclasses.replace(limit, prompt_tokens=prompt)).worst_fits
+
+    assert fits(longest) and not fits(longest + 1)
+    assert make_plan(run.spec, run.arch, run.gpu, run.archs).longest_fitting_prompt_tokens is None  # only on request
+    tiny_gpu = parse_spec({**BASE, "hardware": {"gpu_capacity_gib": 4, "gpus_per_node": 1}, "rollout": {"engine": "hf"}})
+    run = resolve(tiny_gpu)
+    assert longest_fitting_prompt(run.spec, run.arch, run.gpu, run.archs) is None  # the weights alone do not fit

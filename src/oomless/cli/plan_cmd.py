@@ -46,7 +46,7 @@ def plan_command(
         from ..adapters import HardwareFlags
 
         run = load_any(spec, from_framework, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
-        plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+        plan = make_plan(run.spec, run.arch, run.gpu, run.archs, explain=True)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)
         document = plan_to_dict(plan, run.warnings)

@@ -83,6 +83,11 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
         out.print(f"[bold red]DOES NOT FIT[/] — {len(plan.violations)} constraint(s) broken:")
     for c in sorted(plan.violations, key=lambda c: c.margin_bytes):
         out.print(f"  • {_constraint_line(c)}; short by {format_bytes(-c.margin_bytes)}")
+    longest = plan.longest_fitting_prompt_tokens
+    if longest is not None:
+        out.print(f"It fits while every prompt stays within {longest:,} text tokens (the limit planned is "
+                  f"{plan.spec.lengths.max_prompt_tokens:,}): set the framework's prompt limit, or measure your data "
+                  "with `oomless stats`.")
 
 
 def _batch_line(plan: Plan) -> str:

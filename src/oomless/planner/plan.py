@@ -125,6 +125,8 @@ class Plan:
     """The chance of a batch that does not fit, when the worst does not and a typical one does."""
     timeline: Timeline | None = None
     """Host RAM over the run's steps: growth terms and checkpoint saves (`planner.timeline`)."""
+    longest_fitting_prompt_tokens: int | None = None
+    """When the worst batch does not fit: the longest prompt with which it would (`longest_fitting_prompt`)."""
 
     @property
     def worst_fits(self) -> bool:
@@ -219,14 +221,20 @@ def _engine_constraints(planner: GroupPlanner, role: str, arch: ModelArch, shape
     ]
 
 
-def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[Role, ModelArch] | None = None) -> Plan:
+def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[Role, ModelArch] | None = None,
+              explain: bool = False) -> Plan:
     """Pure: the same inputs always give the same plan. ``archs`` gives the critic's and the
     reward model's architectures when they differ from the actor's.
 
     The plan is the worst batch the limits allow; when the run's typical batch differs (typical
     lengths, percentiles, a token budget's balanced parts) its plan comes beside it, and when
-    only the typical one fits, the chance of the worst (`risk.batch_risk`)."""
+    only the typical one fits, the chance of the worst (`risk.batch_risk`). ``explain`` adds,
+    when the worst batch does not fit, the longest prompt with which it would (a search of
+    plans; `oomless plan` asks for it, the fit search does not)."""
     worst = plan_batch(spec, arch, gpu, archs)
+    if explain and not worst.worst_fits:
+        longest = longest_fitting_prompt(spec, arch, gpu, archs)
+        worst = dataclasses.replace(worst, longest_fitting_prompt_tokens=longest)
     members = 1 if spec.batch.max_tokens_per_gpu is not None else spec.batch.micro_batch_size
     lengths = typical_lengths(spec, arch, members)
     budgets = spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None
@@ -239,6 +247,27 @@ def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[R
         ranks = worst.models[Role.actor].num_shards // spec.distribution.sequence_parallel_size
         risk = batch_risk(spec, arch, per_step * max(ranks, 1), lambda x: plan_batch(spec, arch, gpu, archs, x).worst_fits)
     return dataclasses.replace(worst, typical=typical, risk=risk)
+
+
+def longest_fitting_prompt(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None,
+                           archs: dict[Role, ModelArch] | None = None) -> int | None:
+    """The longest prompt (text tokens; completions and images at their limits) whose worst
+    batch fits, when the declared prompt limit does not: a frameworks' default limit is often
+    the model's whole context, far above any dataset's prompts. None when even a one-token
+    prompt does not fit, or when the prompt limit is not what breaks. Binary search: a plan's
+    peaks never fall as sequences grow (tested as a property in tests/memory)."""
+    limit = limit_lengths(spec)
+
+    def fits(prompt: int) -> bool:
+        return plan_batch(spec, arch, gpu, archs, dataclasses.replace(limit, prompt_tokens=prompt)).worst_fits
+
+    if limit.prompt_tokens <= 1 or not fits(1):
+        return None
+    low, high = 1, limit.prompt_tokens  # fits(low), not fits(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
 
 
 def plan_batch(

@@ -145,6 +145,7 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
         "typical": _typical(plan),
         "batch_risk": _risk(plan),
         "timeline": _timeline(plan),
+        "longest_fitting_prompt_tokens": plan.longest_fitting_prompt_tokens,
         "binding": _constraint(binding),
         "margin_bytes": binding.margin_bytes,
         "violations": [_constraint(c) for c in plan.violations],
