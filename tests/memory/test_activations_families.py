@@ -29,6 +29,7 @@ def test_gpt_neox_parallel_layer_norm_layer() -> None:
     # no GQA: v is a view of the fused [.., 3q] output, whose q and k slices stay alive too.
     assert A.fused_qkv_kept_bytes_per_token(arch, AttentionImpl.sdpa) == 2 * (8 + 8)
     assert A.fused_qkv_kept_bytes_per_token(arch, AttentionImpl.flash_attention_2) == 0
+    assert A.fused_qkv_kept_bytes_per_token(arch, AttentionImpl.eager) == 0  # v copied
     # the final LayerNorm keeps its input and its statistics.
     assert A.head_saved_bytes_per_token(arch) == 16 + 8
     # a recomputed layer's LayerNorm saves the checkpointed input itself.

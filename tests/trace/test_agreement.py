@@ -29,6 +29,10 @@ CASES = [
     *[("llama", attention, gc, "full_bf16", (2, 96, 32)) for attention in ("flash_attention_2", "eager") for gc in (True, False)],
     *[("qwen2", "sdpa", gc, logits, (2, 96, 32)) for logits in ("full_fp32", "chunked") for gc in (True, False)],
     ("qwen3_moe", "flash_attention_2", True, "full_bf16", (1, 180, 60)),
+    # fused q/k/v without GQA (sdpa keeps the fused output, eager copies v), LayerNorm, plain MLP
+    *[("gpt_neox", attention, gc, "full_bf16", (2, 96, 32)) for attention in ("flash_attention_2", "eager")
+      for gc in (True, False)],
+    ("olmo2", "eager", False, "full_bf16", (1, 180, 60)),
     ("gemma3_text", "eager", False, "full_bf16", (1, 180, 60)),
 ]
 

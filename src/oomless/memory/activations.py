@@ -200,13 +200,13 @@ def qk_norm_saved_bytes_per_token(arch: ModelArch) -> int:
 
 def fused_qkv_kept_bytes_per_token(arch: ModelArch, attention: AttentionImpl) -> int:
     """A fused q/k/v projection without GQA (GPT-NeoX ``query_key_value``): ``repeat_kv`` is
-    the identity, so sdpa/eager keep v as a view of the fused output and the whole [.., q+2kv]
+    the identity, so sdpa keeps v as a view of the fused output and the whole [.., q+2kv]
     storage stays alive, q and k slices included (q and k themselves are RoPE's new tensors).
     With GQA (Phi-3) k and v are expanded copies and the fused output is freed; flash-attention
-    keeps its unpadded copies instead.
+    keeps its unpadded copies, eager's batched matmul a contiguous copy of v (traced).
     Source: transformers gpt_neox/modeling_gpt_neox.py (GPTNeoXAttention: qkv.view then
     chunk), `repeat_kv` (n_rep = 1 returns its input), `integrations/sdpa_attention.py`."""
-    if not arch.fused_qkv or arch.uses_mla or attention == AttentionImpl.flash_attention_2:
+    if not arch.fused_qkv or arch.uses_mla or attention != AttentionImpl.sdpa:
         return 0
     if arch.num_kv_heads != arch.num_attention_heads:
         return 0
