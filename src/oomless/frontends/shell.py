@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import posixpath
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ class ShellCommand:
     """Where it runs when that matters: 'first pass of `for seed in 1 2 3` (seed=1)'."""
     unresolved: tuple[str, ...] = ()
     """Variables its words use that the script never sets (their `$NAME` stays in the words)."""
+    cwd: str = ""
+    """The folder earlier `cd` commands moved to, relative to where the script starts ("" if none)."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +216,7 @@ class _Walker:
         self.functions: dict[str, Any] = {}
         self.commands: list[ShellCommand] = []
         self.context = ""
+        self.cwd = ""
         self.in_branch = 0
         self.depth = 0
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
@@ -331,10 +335,12 @@ class _Walker:
             self.walk(self.functions[argv[0]])
             self.depth -= 1
             return
+        if argv[0] == "cd" and len(argv) == 2 and "$" not in argv[1]:
+            self.cwd = posixpath.normpath(posixpath.join(self.cwd, argv[1]))
         env = {name: self.variables[name] for name in self.exported if name in self.variables}
         env.update(inline)
         self.commands.append(ShellCommand(tuple(argv), env, background, self.line(node.pos[0]), self.context,
-                                          tuple(sorted(ex.unresolved))))
+                                          tuple(sorted(ex.unresolved)), self.cwd))
 
     def assign_array(self, name: str, text: str, append: bool, ex: Expansion) -> None:
         """`A=(w1 w2 # comment ...)`: each word expanded, comments dropped."""

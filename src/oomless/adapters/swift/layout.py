@@ -192,6 +192,12 @@ def _legacy(run: Run, roles: list[str]) -> Layout:
     _check_visible(run)
     if workers == nproc:
         return Layout({"engine": "vllm_colocate", **keys, **extras}, nproc)
+    if visible is not None and visible > nproc and workers == visible - nproc and device == "auto":
+        for name in ("sleep_level", "offload_model", "offload_optimizer"):
+            if name in extras:
+                run.flags.ignored.append(f"--{name}: no effect: the engines have GPUs of their own")
+        run.notes.append(f"{workers} vLLM engine(s) on the {workers} visible GPU(s) after NPROC_PER_NODE={nproc}")
+        return Layout({"engine": "vllm_separate", "num_gpus": workers, **keys}, visible)
     if workers != 1:
         raise InputError("--num_infer_workers", f"{workers} is not planned; allowed: 1 (one engine) or "
                          f"NPROC_PER_NODE={nproc} (one per rank)")

@@ -66,10 +66,10 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     if hardware.gpu is None:
         raise InputError("--gpu", "required with --from swift: the script does not name the GPU type")
     directives = read_directives(text)
-    profile, vllm, notes = _versions(directives)
     commands = parse_shell(text, source)
     rlhf, rollout = _find_commands(commands, source)
     parsed = parse_flags(rlhf.argv[2:], source)
+    profile, vllm, notes = _versions(directives, parsed)
     gated = _gate(parsed, profile)
     flags = FlagReader(parsed, f"ms-swift {version_text(profile.version)}")
     flags.ignored.extend(gated)
@@ -91,7 +91,7 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     return spec, ignored, notes
 
 
-def _versions(directives: Mapping[str, str]) -> tuple[SF.Profile, tuple[int, ...], list[str]]:
+def _versions(directives: Mapping[str, str], flags: Mapping[str, Any]) -> tuple[SF.Profile, tuple[int, ...], list[str]]:
     notes: list[str] = []
     unknown = sorted(set(directives) - {"ms-swift", "vllm"})
     if unknown:
@@ -101,13 +101,27 @@ def _versions(directives: Mapping[str, str]) -> tuple[SF.Profile, tuple[int, ...
         if not SF.MIN_VERSION <= version < SF.MAX_VERSION:
             raise InputError("ms-swift version", f"{directives['ms-swift']} is not supported; supported: {SUPPORTED_VERSIONS}")
     else:
-        version = SF.LATEST
-        notes.append(f"ms-swift {version_text(version)} assumed (add `# oomless: ms-swift==X.Y` to the script)")
+        version, why = _version_of_flags(flags)
+        notes.append(f"ms-swift {version_text(version)} assumed{why} (add `# oomless: ms-swift==X.Y` to the script)")
     profile = SF.Profile(version)
     vllm = parse_version("vllm version", directives["vllm"]) if "vllm" in directives else profile.default_vllm
     if "vllm" not in directives:
         notes.append(f"vLLM {version_text(vllm)} assumed for ms-swift {version_text(version)} (add `vllm==X.Y` to the directive)")
     return profile, vllm, notes
+
+
+def _version_of_flags(flags: Mapping[str, Any]) -> tuple[tuple[int, ...], str]:
+    """The newest ms-swift version that has every flag given: a flag removed in 3.5
+    (`--num_infer_workers`) means the script was written for 3.4."""
+    removed = [(SF.FLAGS[n][1], n) for n in flags if n in SF.FLAGS and SF.FLAGS[n][1] is not None]
+    if not removed:
+        return SF.LATEST, ""
+    gone, name = min(removed)
+    major, minor = gone[0], gone[1] if len(gone) > 1 else 0
+    version = (major, minor - 1) if minor > 0 else SF.LATEST
+    if version < SF.MIN_VERSION or version == SF.LATEST:
+        return SF.LATEST, ""
+    return version, f" (--{name} was removed in ms-swift {version_text(gone)})"
 
 
 def _gate(flags: dict[str, list[str]], profile: SF.Profile) -> list[str]:

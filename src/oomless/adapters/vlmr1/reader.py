@@ -48,10 +48,13 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
                          "--gpus-per-node, else the default")
         nproc = None
     nnodes = option_value(launcher, "--nnodes")
+    if nnodes is not None and "$" in nnodes:
+        out.notes.append(f"--nnodes {nnodes} is set by the environment at run time: nodes from --nodes, else 1")
+        nnodes = None
     out.set("model", N.model_ref(values.get("model_name_or_path"), "--model_name_or_path", out))
     out.set("hardware", N.hardware(hardware, "vlmr1", C.as_int("--nproc_per_node", nproc, 1) if nproc else None,
                                    C.as_int("--nnodes", nnodes, 1) if nnodes else None, out))
-    out.set("distribution", _deepspeed(values.get("deepspeed"), path, out))
+    out.set("distribution", _deepspeed(values.get("deepspeed"), path, command.cwd, out))
     _training(values, out)
     for key, value in sorted(given.items()):
         if key in NO_MEMORY_EFFECT:
@@ -89,12 +92,15 @@ def _flags(args: list[str], out: N.Collected) -> dict[str, Any]:
     return given
 
 
-def _deepspeed(ref: Any, script: Path, out: N.Collected) -> dict[str, Any]:
+def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, Any]:
+    """The DeepSpeed JSON: next to the script, or where the script `cd`s to (from the folder
+    oomless runs in), else VLM-R1's own config of the stage its name says."""
     if not ref:
         return {"strategy": "ddp"}
-    file = next((p for p in (script.parent / str(ref), Path.cwd() / str(ref)) if p.is_file()), None)
+    places = (script.parent / str(ref), Path.cwd() / cwd / str(ref), script.parent / cwd / str(ref), Path.cwd() / str(ref))
+    file = next((p for p in places if p.is_file()), None)
     if file is None:
-        match = re.search(r"zero([123])", str(ref))
+        match = re.search(r"zero(?:_?stage)?_?([123])", Path(str(ref)).name)
         if match is None:
             raise InputError("--deepspeed", f"{ref} not found and its name does not say the ZeRO stage")
         out.notes.append(f"--deepspeed {ref} is not next to the script: planned as VLM-R1's zero{match.group(1)}.json ('auto' sizes)")
