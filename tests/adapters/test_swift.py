@@ -321,10 +321,9 @@ def test_custom_deepspeed_json_next_to_the_script(tmp_path: Path) -> None:
 
 
 def test_flags_without_a_spec_field_are_reported_with_the_reason() -> None:
-    _, ignored, _ = imported(script({**BASE, "padding_free": "true", "sequence_parallel_size": 2, "learning_rate": 1e-6,
-                                     "frobnicate": 1}, {"NPROC_PER_NODE": 4}))
-    assert "--padding_free: affects memory, not modelled: padding-free batches (planned padded, the worst case)" in ignored
-    assert "--sequence_parallel_size: affects memory, not modelled: sequence parallelism is not modelled" in ignored
+    spec, ignored, _ = imported(script({**BASE, "padding_free": "true", "sequence_parallel_size": 2, "learning_rate": 1e-6,
+                                        "frobnicate": 1}, {"NPROC_PER_NODE": 4}))
+    assert spec["batch"]["padding_free"] is True and spec["distribution"]["sequence_parallel_size"] == 2
     assert "--learning_rate: no effect on memory" in ignored
     assert "--frobnicate: not understood (not a ms-swift 4.6 flag oomless knows)" in ignored
 

@@ -141,11 +141,19 @@ def _mentions(text: str, key: str) -> bool:
         "." in key and bool(re.search(rf"\b{re.escape(leaf)}\s*[:=]", text)))
 
 
-def _read(path: Path) -> str:
+def _read(path: Path, depth: int = 0) -> str:
+    """The file's text and that of the YAML/JSON files it names (a `--config-name`, a DeepSpeed
+    JSON), so a value set in either counts as set."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
+    if depth > 0:
+        return text
+    names = re.findall(r"[\w./-]+\.(?:ya?ml|json)\b", text)
+    names += [f"{n}.yaml" for n in re.findall(r"--config-name[= ]+([\w.-]+)", text) if not n.endswith((".yaml", ".yml"))]
+    extra = [_read(path.parent / n, depth + 1) for n in dict.fromkeys(names) if (path.parent / n).is_file()]
+    return "\n".join([text, *extra])
 
 
 def import_command(

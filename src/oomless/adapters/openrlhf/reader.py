@@ -58,6 +58,9 @@ FLAG = {
     "param_dtype": ("--param_dtype", "--ds.param_dtype"),
     "bf16": ("--bf16", None),
     "packing": ("--packing_samples", "--ds.packing_samples"),
+    "dynamic_batch": ("--use_dynamic_batch", "--train.dynamic_batch_enable"),
+    "train_max_tokens": ("--train_max_tokens_per_gpu", "--train.max_tokens_per_gpu"),
+    "rollout_max_tokens": ("--rollout_max_tokens_per_gpu", "--rollout.max_tokens_per_gpu"),
     "lora_rank": ("--lora_rank", "--ds.lora.rank"),
     "lora_alpha": ("--lora_alpha", "--ds.lora.alpha"),
     "lora_targets": ("--target_modules", "--ds.lora.target_modules"),
@@ -82,8 +85,7 @@ FLAG = {
     "ring_attn": ("--ring_attn_size", "--ds.ring_attn_size"),
     "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
 }
-NOT_MODELLED = {"ring_attn": "ring attention (context parallel) is not modelled",
-                "ds_tp": "DeepSpeed AutoTP is not modelled"}
+NOT_MODELLED = {"ds_tp": "DeepSpeed AutoTP is not modelled"}
 ESTIMATOR_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo", "reinforce_baseline": "rloo"}
 MARKERS = ("openrlhf.cli.train_ppo_ray", "train_ppo_ray.py", "train_ppo_ray")
 
@@ -330,10 +332,31 @@ def _lengths_and_batch(a: _Args, out: N.Collected) -> None:
         out.set("rollout.max_model_len", int(a["max_len"]))
     out.set("batch", {"micro_batch_size": int(a["micro_train"]), "logprob_micro_batch_size": int(a["micro_rollout"]),
                       "num_generations": int(a["n_samples"])})
+    if a["packing"]:
+        out.set("batch.padding_free", True)
+    if a["dynamic_batch"]:
+        _dynamic_batch(a, prompt + completion, out)
+    if a["ring_attn"] not in (None, 1):
+        out.set("distribution.sequence_parallel_size", int(a["ring_attn"]))
     if a["max_images"]:
         out.set("vision.images_per_prompt", int(a["max_images"]))
     if a["freeze_visual"]:
         out.set("vision.freeze_tower", True)
+
+
+def _dynamic_batch(a: _Args, sequence: int, out: N.Collected) -> None:
+    """OpenRLHF's dynamic batch: micro-batches packed up to a token budget per GPU for training
+    (`train_max_tokens_per_gpu`) and for the log-prob forwards (`rollout_max_tokens_per_gpu`).
+    Source: OpenRLHF `openrlhf/utils/seqlen_balancing.py`, `cli/train_ppo_ray.py` (defaults 16192)."""
+    train = int(a["train_max_tokens"])
+    out.set("batch.max_tokens_per_gpu", train)
+    out.set("batch.micro_batch_size", max(1, train // sequence))
+    if a["rollout_max_tokens"] is not None:
+        forward = int(a["rollout_max_tokens"])
+        out.set("batch.logprob_max_tokens_per_gpu", forward)
+        out.set("batch.logprob_micro_batch_size", max(1, forward // sequence))
+    out.notes.append(f"{a.name('dynamic_batch')}: {train} tokens per GPU per micro-batch (batch.max_tokens_per_gpu); at the "
+                     f"length limits that is {max(1, train // sequence)} sequence(s) of {sequence} tokens")
 
 
 def _rollout(a: _Args, roles: list[str], out: N.Collected) -> None:

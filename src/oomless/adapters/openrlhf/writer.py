@@ -129,4 +129,11 @@ def _training_flags(spec: Any, algorithm: str) -> dict[str, Any]:
     if "images_per_prompt" in spec.vision.model_fields_set:
         c["max_images"] = spec.vision.images_per_prompt
     c["freeze_visual"] = spec.vision.freeze_tower
+    c["packing"] = b.padding_free
+    if b.max_tokens_per_gpu is not None:
+        c.update(dynamic_batch=True, train_max_tokens=b.max_tokens_per_gpu)
+        if b.logprob_max_tokens_per_gpu is not None:
+            c["rollout_max_tokens"] = b.logprob_max_tokens_per_gpu
+    if spec.distribution.sequence_parallel_size > 1:
+        c["ring_attn"] = spec.distribution.sequence_parallel_size
     return c

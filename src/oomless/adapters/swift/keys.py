@@ -192,9 +192,7 @@ NO_MEMORY_EFFECT = frozenset({
 """ms-swift flags understood to have no effect on the memory oomless plans."""
 
 NOT_MODELLED = {
-    "padding_free": "padding-free batches (planned padded, the worst case)",
     "packing": "packed sequences (planned padded)",
-    "sequence_parallel_size": "sequence parallelism is not modelled",
     "vllm_enable_lora": "syncing only the adapter to vLLM is not modelled (planned as a merged-weight sync)",
     "vllm_max_lora_rank": "vLLM LoRA slots are not modelled",
     "vllm_pipeline_parallel_size": "vLLM pipeline parallelism is not modelled",

@@ -170,6 +170,9 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     distribution, half, ds_optimizer, keeps_master = _distribution(f, run.profile, read)
     spec["finetune"] = finetune
     spec["distribution"] = distribution
+    sequence_parallel = f.int("sequence_parallel_size", 1, minimum=1)
+    if sequence_parallel > 1:
+        spec["distribution"] = {**distribution, "sequence_parallel_size": sequence_parallel}
     spec["precision"] = _precision(f, half, keeps_master, method, run.notes)
     optim = f.str("optim")
     optimizer = hf_optimizer("--optim", optim) if optim else hf_optimizer("deepspeed optimizer", ds_optimizer or "adamw")
@@ -342,6 +345,8 @@ def _batch(run: Run, nodes: int) -> dict[str, Any]:
     generations = f.int("num_generations", 8, minimum=1)
     out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation,
                            "num_generations": generations}
+    if f.bool("padding_free", False):
+        out["padding_free"] = True
     world = run.nproc * nodes
     steps = f.int("steps_per_generation", minimum=1)
     generation_batch = f.int("generation_batch_size", minimum=1)

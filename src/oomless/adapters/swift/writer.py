@@ -135,6 +135,10 @@ def _training(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple
             ("num_generations", str(batch.num_generations))]
     if batch.steps_per_generation is not None:
         out.append(("steps_per_generation", str(batch.steps_per_generation)))
+    if batch.padding_free:
+        out.append(("padding_free", "true"))
+    if spec.distribution.sequence_parallel_size > 1:
+        out.append(("sequence_parallel_size", str(spec.distribution.sequence_parallel_size)))
     total = lengths.max_prompt_tokens + image_tokens(spec, arch) + lengths.max_completion_tokens
     out += [("max_length", str(total)), ("max_completion_length", str(lengths.max_completion_tokens)),
             ("beta", repr(spec.kl_beta))]

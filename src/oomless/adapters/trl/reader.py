@@ -293,6 +293,8 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
     micro = keys.int("per_device_train_batch_size", 8)
     out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": keys.int("gradient_accumulation_steps", 1),
                            "num_generations": keys.int("num_generations", 8)}
+    if keys.bool("padding_free", False):
+        out["padding_free"] = True
     steps = keys.int("steps_per_generation")
     generation_batch = keys.int("generation_batch_size")
     if generation_batch is not None:

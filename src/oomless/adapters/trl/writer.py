@@ -106,6 +106,8 @@ def _training(spec: RunSpec) -> dict[str, Any]:
                 "num_generations": batch.num_generations})
     if batch.steps_per_generation is not None:
         out["steps_per_generation"] = batch.steps_per_generation
+    if batch.padding_free:
+        out["padding_free"] = True
     out.update({"max_completion_length": spec.lengths.max_completion_tokens, "beta": spec.kl_beta,
                 "gradient_checkpointing": spec.gradient_checkpointing})
     if spec.precision == Precision.fp16_mixed:

@@ -66,7 +66,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         rollout["engine_kwargs"] = {"vllm": {"limit_mm_per_prompt": {"image": ro.limit_images_per_prompt}}}
     actor = {
         "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": world * micro,
-        "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": False,
+        "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": spec.batch.max_tokens_per_gpu is not None,
         "use_kl_loss": spec.kl_beta > 0, "kl_loss_coef": spec.kl_beta,
         "entropy_from_logits_with_chunking": spec.logits.value == "chunked",
         "entropy_from_logits_chunk_size": spec.logits_chunk_rows,
@@ -75,6 +75,12 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                         "offload_policy": dist.offload_params,
                         "model_dtype": "bf16" if spec.precision.value == "bf16" else "fp32"},
     }
+    if spec.batch.max_tokens_per_gpu is not None:
+        actor["ppo_max_token_len_per_gpu"] = spec.batch.max_tokens_per_gpu
+        logprob = spec.batch.logprob_max_tokens_per_gpu or spec.batch.max_tokens_per_gpu
+        rollout.update(log_prob_use_dynamic_bsz=True, log_prob_max_token_len_per_gpu=logprob)
+    if spec.distribution.sequence_parallel_size > 1:
+        actor["ulysses_sequence_parallel_size"] = spec.distribution.sequence_parallel_size
     data: dict[str, Any] = {"max_prompt_length": spec.lengths.max_prompt_tokens,
                             "max_response_length": spec.lengths.max_completion_tokens, "train_batch_size": world * micro}
     pixels = {k: v for k, v in (("max_pixels", spec.vision.max_pixels), ("min_pixels", spec.vision.min_pixels)) if v is not None}

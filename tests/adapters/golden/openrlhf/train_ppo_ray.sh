@@ -28,5 +28,6 @@ python3 -m openrlhf.cli.train_ppo_ray \
     --rollout.max_new_tokens 2048 \
     --algo.kl.init_coef 0.001 \
     --algo.advantage.estimator group_norm \
+    --ds.packing_samples \
     --train.batch_size 64 \
     --rollout.batch_size 8

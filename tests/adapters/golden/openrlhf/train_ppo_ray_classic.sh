@@ -27,5 +27,6 @@ python3 -m openrlhf.cli.train_ppo_ray \
     --max_new_tokens 2048 \
     --init_kl_coef 0.001 \
     --advantage_estimator group_norm \
+    --packing_samples \
     --train_batch_size 64 \
     --rollout_batch_size 8
