@@ -2,7 +2,8 @@
 
 The reader never imports the writer; the writer may read its own output back through the reader."""
 
-from .reader import SPEC_SOURCES, SUPPORTED_VERSIONS, import_config
+from .reader import SUPPORTED_VERSIONS, import_config
+from .sources import SPEC_SOURCES
 from .writer import export_spec
 
 __all__ = ["SPEC_SOURCES", "SUPPORTED_VERSIONS", "export_spec", "import_config"]
