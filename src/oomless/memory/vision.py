@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..catalog.vision import VisionArch
 from ..spec.run import AttentionImpl
 from . import constants as C
-from .activations import rmsnorm_saved_bytes_per_token
+from .activation_norms import rmsnorm_saved_bytes_per_token
 from .vision_params import CLASS_TOKENS
 from .vision_tokens import (
     INTERN_VIT,

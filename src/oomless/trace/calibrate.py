@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..catalog.models import ModelArch, arch_from_config
-from ..memory.activations import post_norms_only
+from ..memory.activation_norms import post_norms_only
 from ..memory.components import Category
 from ..spec.run import AttentionImpl
 from .compare import predict, relative_difference, spec_for_setup

@@ -1,0 +1,73 @@
+"""Activation terms of the MLP: dense gated (SwiGLU), plain (fc1 → GELU → fc2), MoE experts
+and LoRA's adapter branches, and the MLP's backward peak.
+
+Part of the activation model (`activations.py`, whose docstring states the shared sources and
+assumptions). Symbols: h hidden, I intermediate, k experts per token.
+"""
+
+from __future__ import annotations
+
+from ..catalog.models import ModelArch
+from .activation_units import B, F, INDEX_BYTES
+
+MOE_ROUTING_INDEX_TENSORS = 4
+"""transformers 5.23 grouped-mm MoE keeps per (token, expert) pair: the top-k indices, the
+sort permutation, the expert ids (floor_divide) and the inverse permutation (int64 each)."""
+MOE_COMBINE_BACKWARD_TEMPORARIES = 3
+"""MoE backward starts at the combine (sum over the k experts of the re-ordered, weighted
+outputs): the expanded per-pair gradient, the zero-filled gradient of the re-ordering and its
+`index_put`, three bf16 [pairs, h] tensors, while every tensor the experts keep is alive."""
+GATED_MLP_BACKWARD_TEMPORARIES = 3
+"""MLP backward (down_proj, then the gate·up product): the product's gradient and the gate
+and up gradients, three bf16 [.., I] tensors, while the product itself has been freed."""
+PLAIN_MLP_BACKWARD_TEMPORARIES = 2
+"""Plain MLP backward (fc2, then the GELU): the GELU output's gradient and fc1's output
+gradient, two bf16 [.., I] tensors, while the GELU output has been freed."""
+
+
+def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
+    """Gated MLP (SwiGLU, Gemma's GELU-tanh): gate output (activation backward), activation
+    and up outputs (product backward), the product (down_proj input): 4 × 2I. The input is the
+    norm output (`norms_saved_bytes_per_token`).
+
+    MoE (transformers 5.23 grouped-mm experts, `integrations/moe.py`): per (token, expert)
+    pair the gathered input (2h), the fused gate_up output (2·2I_moe), activation and product
+    (2I_moe each) and the down output kept for the routing-weight multiply (2h), the bf16
+    routing weight and four int64 routing indices; per token the fp32 router softmax over the
+    experts. Shared experts are a dense gated MLP.
+
+    Plain MLP (GPT-NeoX, Phi-2, StarCoder2: fc1 → GELU → fc2): fc1's output (the GELU's input)
+    and the GELU's output (fc2's input): 2 × 2I. Source: gpt_neox/modeling_gpt_neox.py
+    (GPTNeoXMLP), phi/modeling_phi.py (PhiMLP), starcoder2/modeling_starcoder2.py.
+    """
+    h = arch.hidden_size
+    if not arch.num_experts:
+        return (4 if arch.mlp_gated else 2) * B * arch.intermediate_size
+    k, i_moe = arch.num_experts_per_tok, arch.moe_intermediate_size
+    per_pair = B * h + 2 * B * i_moe + B * i_moe + B * i_moe + B * h + B + MOE_ROUTING_INDEX_TENSORS * INDEX_BYTES
+    shared = arch.shared_expert_intermediate_size or arch.num_shared_experts * i_moe
+    return k * per_pair + F * arch.num_experts + 4 * B * shared
+
+
+def mlp_backward_peak_bytes_per_token(arch: ModelArch) -> int:
+    """The MLP's part at its backward peak: dense, its kept tensors minus the product plus the
+    product's, gate's and up's gradients; MoE, all its kept tensors plus the combine's backward
+    (`MOE_COMBINE_BACKWARD_TEMPORARIES`)."""
+    if not arch.num_experts:
+        i = arch.intermediate_size
+        temporaries = GATED_MLP_BACKWARD_TEMPORARIES if arch.mlp_gated else PLAIN_MLP_BACKWARD_TEMPORARIES
+        return mlp_saved_bytes_per_token(arch) - B * i + temporaries * B * i
+    return mlp_saved_bytes_per_token(arch) + MOE_COMBINE_BACKWARD_TEMPORARIES * arch.num_experts_per_tok * B * arch.hidden_size
+
+
+def lora_saved_bytes_per_token(in_features_of_targets: list[int], rank: int, dropout: bool) -> int:
+    """What PEFT's LoRA branch saves per token, summed over a layer's adapted linears.
+
+    PEFT casts the layer input to the adapters' fp32 (`_cast_input_dtype`), applies dropout
+    (a bool mask is saved when p > 0) and saves the fp32 input of lora_A (4·d_in) and of
+    lora_B (4·r); the sum with the base output saves nothing.
+    Source: peft/tuners/lora/layer.py (`Linear.forward`, autocast_adapter_dtype=True).
+    Not traced (the tracer runs full fine-tuning).
+    """
+    mask = 1 if dropout else 0
+    return sum((F + mask) * d_in + F * rank for d_in in in_features_of_targets)
