@@ -96,7 +96,7 @@ def to_int(name: str, value: Any, minimum: int | None = None) -> int:
         result = int(number)
         if result != float(number):
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(name, f"{value!r} is not an integer") from None
     if minimum is not None and result < minimum:
         raise InputError(name, f"{result} is below the minimum {minimum}")

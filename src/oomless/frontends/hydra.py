@@ -123,21 +123,27 @@ def compose(defaults: Mapping[str, Any], text: str | None, where: str, overrides
         else:
             user[key], lines[key] = value, override.where
     merged = {k: v for k, v in defaults.items() if not any(k == d or k.startswith(d + ".") for d in deleted)}
-    merged = _overlay(merged, user)
+    merged = _overlay(merged, user, lines, where)
     return Composed(user, resolve(merged, lines, where), lines, deleted, notes)
 
 
-def _overlay(base: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` with ``user`` on top; a user leaf replaces a default subtree and the reverse."""
+def _overlay(base: Mapping[str, Any], user: Mapping[str, Any], lines: Mapping[str, str], where: str) -> dict[str, Any]:
+    """``base`` with ``user`` on top. As OmegaConf.merge, a value cannot replace a mapping of the
+    defaults, nor a mapping a value (an InputError naming the key and its line)."""
     out = dict(base)
     for key, value in user.items():
-        if value == {} and any(k.startswith(key + ".") for k in out):
-            continue  # merging an empty mapping keeps the defaults under it (OmegaConf.merge)
-        for k in [k for k in out if k.startswith(key + ".")]:
-            out.pop(k)
+        under = [k for k in base if k.startswith(key + ".")]
+        if value == {} and under:
+            continue  # merging an empty mapping keeps the defaults under it
+        if under and not isinstance(value, dict):
+            raise InputError(lines.get(key, where), f"{key}: {value!r} cannot replace the mapping of "
+                                                    f"{len(under)} keys under it; allowed: a mapping ({under[0]}: ...)")
         parts = key.split(".")
         for i in range(1, len(parts)):
-            out.pop(".".join(parts[:i]), None)
+            parent = ".".join(parts[:i])
+            if parent in base and base[parent] not in ({}, None):
+                raise InputError(lines.get(key, where), f"{key}: {parent} is a value ({base[parent]!r}), not a mapping")
+            out.pop(parent, None)
         out[key] = value
     return out
 

@@ -79,7 +79,10 @@ def read_script(text: str, source: str) -> ShellScript:
     skipped: list[int] = []
     walker = _Walker(text, source)
     for node in _parse(masked, source, skipped):
-        walker.walk(node)
+        try:
+            walker.walk(node)
+        except (AttributeError, IndexError):  # a node shape bashlex builds for constructs read no further
+            skipped.append(walker.line(node.pos[0]))
     return ShellScript(tuple(walker.commands), dict(walker.variables), tuple(skipped))
 
 
@@ -146,10 +149,17 @@ def _closing(text: str, start: int) -> int:
     return -1
 
 
+_BASHLEX_ERRORS = (bashlex.errors.ParsingError, NotImplementedError, AttributeError, IndexError, TypeError, ValueError,
+                   AssertionError, KeyError)
+"""What bashlex raises on input it cannot read (its own errors, and a few internal ones on odd input)."""
+
+
 def _parse(masked: str, source: str, skipped: list[int]) -> list[Any]:
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in masked.splitlines()):
+        return []
     try:
         return list(bashlex.parse(masked))
-    except (bashlex.errors.ParsingError, NotImplementedError):
+    except _BASHLEX_ERRORS:
         return _parse_statements(masked, source, skipped)
     except RecursionError:
         raise InputError(source, "shell script nested too deeply to read") from None
@@ -173,7 +183,13 @@ def _parse_statements(masked: str, source: str, skipped: list[int]) -> list[Any]
             skipped.append(i + 1)
             i += 1
             continue
-        for node in bashlex.parse("".join(lines[i:end])):
+        try:
+            parsed = bashlex.parse("".join(lines[i:end]))
+        except _BASHLEX_ERRORS:
+            skipped.append(i + 1)
+            i += 1
+            continue
+        for node in parsed:
             bashlex.ast.posshifter(offsets[i]).visit(node)
             nodes.append(node)
         i = end
@@ -188,7 +204,9 @@ def _statement_end(lines: list[str], start: int, source: str) -> int | None:
         try:
             bashlex.parse("".join(lines[start:end]))
             return end
-        except (bashlex.errors.ParsingError, NotImplementedError) as err:
+        except RecursionError:
+            return None
+        except _BASHLEX_ERRORS as err:
             if "unexpected EOF" not in str(err):
                 return None
             if end == len(lines):

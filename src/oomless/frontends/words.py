@@ -27,6 +27,8 @@ from ..errors import InputError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = "@*#?$!-0123456789"
+_MAX_ARITHMETIC_CHARS = 2000
+"""Longer `$((...))` expressions are refused (no launch script needs one; the evaluation recurses)."""
 _ARITH_OPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv, ast.Mod: operator.mod,
@@ -303,9 +305,12 @@ def arithmetic(expression: str, ex: Expansion) -> int:
     """Integer `+ - * / %` and parentheses, as shell arithmetic (`/` truncates); a bare name
     is the variable's value, 0 when unset (bash)."""
     text = _NAME.sub(lambda m: ex.variables.get(m.group(0), "") or "0", expression)
+    if len(text) > _MAX_ARITHMETIC_CHARS:
+        raise InputError(ex.where, f"arithmetic of {len(text)} characters is too long to read "
+                                   f"(allowed: up to {_MAX_ARITHMETIC_CHARS})")
     try:
         tree = ast.parse(text.strip() or "0", mode="eval")
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         raise InputError(ex.where, f"cannot evaluate arithmetic {expression!r}") from None
 
     def value(node: ast.AST) -> int:
@@ -322,7 +327,10 @@ def arithmetic(expression: str, ex: Expansion) -> int:
             return _ARITH_OPS[type(node.op)](value(node.left), right)
         raise InputError(ex.where, f"cannot evaluate arithmetic {expression!r} (integers and + - * / % only)")
 
-    return value(tree)
+    try:
+        return value(tree)
+    except RecursionError:
+        raise InputError(ex.where, "arithmetic nested too deeply to read") from None
 
 
 def raw_words(line: str) -> list[str]:
