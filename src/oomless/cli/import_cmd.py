@@ -74,8 +74,21 @@ def load_any(path: Path, framework: str | None, hardware: HardwareFlags) -> Reso
     if framework is None:
         if any(v is not None for v in vars(hardware).values()):
             typer.echo("warning: --gpu/--gpus-per-node/--nodes/--host-ram are ignored without --from", err=True)
-        return load_run(path)
-    return load_native(path, framework, hardware)[0]
+        run = load_run(path)
+    else:
+        run = load_native(path, framework, hardware)[0]
+    return with_model_warnings(run)
+
+
+def with_model_warnings(run: ResolvedRun) -> ResolvedRun:
+    """The run with the memory model's own approximations for its architectures added to its
+    warnings (e.g. a hybrid's linear-attention layers planned as attention layers)."""
+    import dataclasses
+
+    from ..memory.activations import activation_model_warnings
+
+    extra = tuple(w for a in (run.arch, *run.archs.values()) for w in activation_model_warnings(a) if w not in run.warnings)
+    return dataclasses.replace(run, warnings=run.warnings + tuple(dict.fromkeys(extra))) if extra else run
 
 
 def materialise(path: Path, framework: str | None, hardware: HardwareFlags, folder: Path) -> Path:
