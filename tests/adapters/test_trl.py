@@ -270,3 +270,18 @@ def test_bad_launch_script_is_named() -> None:
         from_files({"run.sh": "echo hi\n"}, "run.sh")
     with pytest.raises(InputError, match="malformed shell"):
         from_files({"run.sh": "trl grpo --config 'c.yaml\n"}, "run.sh")
+
+
+@pytest.mark.parametrize(("device", "engine", "gpus"), [("auto", "vllm_separate", 8), ("cuda:7", "vllm_separate", 8),
+                                                        ("cuda:0", "vllm_colocate", 7)])
+def test_trl_0_14_vllm_device_is_one_engine_on_its_own_gpu(device: str, engine: str, gpus: int) -> None:
+    files = {"c.yaml": "model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nuse_vllm: true\nnum_processes: 7\n"
+                       f"vllm_device: {device}\nvllm_gpu_memory_utilization: 0.7\nvllm_max_model_len: 4096\n"}
+    spec, _, notes = from_files(files, "c.yaml", gpu="H100-80GB")
+    run = parse_spec(spec)
+    assert (run.rollout.engine.value, run.hardware.gpus_per_node) == (engine, gpus)
+    assert (run.rollout.gpu_memory_utilization, run.rollout.max_model_len, run.rollout.tensor_parallel_size) == (0.7, 4096, 1)
+    assert any("vllm_device" in n for n in notes)
+    default = parse_spec(from_files({"c.yaml": "model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nuse_vllm: true\n"
+                                               "num_processes: 7\nvllm_device: auto\n"}, "c.yaml", gpu="H100-80GB")[0])
+    assert default.rollout.gpu_memory_utilization == 0.9  # TRL 0.14-0.17 default

@@ -219,8 +219,10 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
         for name in ("vllm_mode", *colocate_keys):
             keys.ignore(name, "no effect: use_vllm is false (transformers generate)")
         return {"engine": "hf"}, processes
-    mode = str(keys.get("vllm_mode", "colocate"))
     graphs = vllm >= GRAPHS_IN_BUDGET
+    if keys.get("vllm_device") is not None and "vllm_mode" not in keys.values:
+        return _legacy_device(keys, launch, arch, graphs, notes)
+    mode = str(keys.get("vllm_mode", "colocate"))
     if mode == "colocate":
         tp = keys.int("vllm_tensor_parallel_size", 1)
         if processes % tp:
@@ -238,6 +240,31 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
     for name in colocate_keys:
         keys.ignore(name, "no effect in server mode: set it on `trl vllm-serve`")
     return _server(launch, arch, graphs, hardware, notes)
+
+
+LEGACY_VLLM_UTILIZATION = 0.9
+"""TRL 0.14-0.17 `vllm_gpu_memory_utilization` default (one engine on its own GPU)."""
+
+
+def _legacy_device(keys: Keys, launch: Launch, arch: ModelArch, graphs: bool, notes: list[str]) -> tuple[dict[str, Any], int]:
+    """TRL 0.14-0.17 `vllm_device`: one vLLM engine in the main process on one GPU. "auto" (the
+    default) takes the GPU after the training processes (`cuda:{num_processes}`), so the run
+    uses processes + 1 GPUs; a `cuda:K` among the training GPUs shares GPU K with rank K, the
+    GPU that binds, planned as colocated. Source: trl 0.14-0.17 grpo_trainer.py
+    (`vllm_device == "auto"` → next GPU index; `LLM(..., gpu_memory_utilization,
+    max_model_len=vllm_max_model_len)`), grpo_config.py (defaults "auto", 0.9)."""
+    processes = launch.processes_per_node
+    device = str(keys.get("vllm_device"))
+    index = processes if device == "auto" else to_int("vllm_device", device.rpartition(":")[2] or "0", minimum=0)
+    length = keys.int("vllm_max_model_len") or keys.int("vllm_max_model_length") or arch.max_position_embeddings
+    out = {"gpu_memory_utilization": keys.float("vllm_gpu_memory_utilization", LEGACY_VLLM_UTILIZATION),
+           "tensor_parallel_size": 1, "max_model_len": length, "cuda_graphs_in_budget": graphs}
+    notes.append(f"vllm_device: TRL <= 0.17: one vLLM engine on cuda:{index}")
+    if index >= processes:
+        return {**out, "engine": "vllm_separate", "num_gpus": 1}, processes + 1
+    notes.append(f"vllm_device cuda:{index} is a training GPU: planned as vLLM colocated with every rank "
+                 "(the shared GPU is the one that binds)")
+    return {**out, "engine": "vllm_colocate"}, processes
 
 
 def _server(launch: Launch, arch: ModelArch, graphs: bool, hardware: Any, notes: list[str]) -> tuple[dict[str, Any], int]:
