@@ -228,3 +228,24 @@ def test_spec_model_revision_reaches_the_cache(hf_cache: Path) -> None:
     spec = {"model": "acme/tiny-llama", "hardware": {"gpu": "H100-80GB", "gpus_per_node": 1}, "rollout": {"engine": "hf"}}
     assert resolve(parse_spec(spec)).arch.hidden_size == 64
     assert resolve(parse_spec({**spec, "model_revision": "v2"})).arch.hidden_size == 128
+
+
+def test_prequantized_checkpoint_is_planned_in_its_stored_format(tmp_path: Path) -> None:
+    from oomless.memory.states import frozen_weight_bytes, prequantized_weight_bytes, num_quantizable_parameters
+    from oomless.planner.plan import make_plan
+    from oomless.spec.load import parse_spec, resolve
+
+    config = {**TINY_LLAMA, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    arch = load_model(str(tmp_path))
+    quantized, total = num_quantizable_parameters(arch), num_parameters(arch)
+    stored = prequantized_weight_bytes(arch)
+    assert stored == -(-quantized * (4 + 20 / 128) // 8) + (total - quantized) * 2
+    spec = {"model": str(tmp_path), "hardware": {"gpu": "H100-80GB", "gpus_per_node": 1},
+            "finetune": {"method": "lora"}, "rollout": {"engine": "vllm_colocate"}}
+    run = resolve(parse_spec(spec))
+    assert frozen_weight_bytes(arch, run.spec.finetune) == stored
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    assert plan.engine.weight_bytes == stored
+    with pytest.raises(InputError, match="pre-quantized"):
+        resolve(parse_spec({**spec, "finetune": {"method": "full"}}))

@@ -167,13 +167,31 @@ def adafactor_state_elements(arch: ModelArch, finetune: Finetune) -> int:
 # --- per-GPU state terms -----------------------------------------------------------------------
 
 
+def prequantized_weight_bytes(arch: ModelArch) -> int | None:
+    """Bytes of a pre-quantized checkpoint's weights as stored (None when not quantized): its
+    decoder linears at the format's bits per weight with scales and zero points
+    (``catalog.checkpoint.Quantization.bits_per_weight``), the rest in bf16 — embeddings, norms
+    and the LM head stay unquantized in GPTQ/AWQ/bitsandbytes/FP8 checkpoints by default.
+    Source: transformers quantizers (``modules_to_not_convert`` defaults: lm_head), AutoGPTQ/AWQ
+    QuantLinear layouts."""
+    quant = arch.checkpoint.quantization if arch.checkpoint is not None else None
+    if quant is None:
+        return None
+    total, quantized = P.num_parameters(arch), num_quantizable_parameters(arch)
+    return math.ceil(quantized * quant.bits_per_weight / 8) + (total - quantized) * C.BF16_BYTES
+
+
 def frozen_weight_bytes(arch: ModelArch, finetune: Finetune) -> int:
     """Bytes of the frozen base model under LoRA/QLoRA (0 for full fine-tuning), unsharded.
 
+    A pre-quantized checkpoint keeps its stored format (``prequantized_weight_bytes``); else
     QLoRA: decoder linears in NF4 with double quantisation, the rest in bf16 (QLoRA paper §3).
     """
     if finetune.method == FinetuneMethod.full:
         return 0
+    stored = prequantized_weight_bytes(arch)
+    if stored is not None:
+        return stored
     total = P.num_parameters(arch)
     if finetune.method == FinetuneMethod.lora:
         return total * C.BF16_BYTES

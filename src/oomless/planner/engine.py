@@ -19,7 +19,11 @@ def engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBu
     vLLM); the profile peak adds the vision encoder's profile for VLMs."""
     ro = spec.rollout
     qlora = spec.finetune.method == FinetuneMethod.qlora
-    weights = S.frozen_weight_bytes(arch, spec.finetune) if qlora else P.num_parameters(arch) * C.BF16_BYTES
+    stored = S.prequantized_weight_bytes(arch)
+    if stored is not None:  # vLLM serves GPTQ/AWQ/FP8/bitsandbytes checkpoints in their stored format
+        weights = stored
+    else:
+        weights = S.frozen_weight_bytes(arch, spec.finetune) if qlora else P.num_parameters(arch) * C.BF16_BYTES
     budget = V.engine_budget(
         arch, weights, shape.capacity_bytes, ro.gpu_memory_utilization, ro.tensor_parallel_size,
         shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, ro.enforce_eager, ro.cuda_graphs_in_budget,

@@ -18,7 +18,7 @@ from ..catalog.resolve import load_model
 from ..errors import InputError
 from ..safe_yaml import load_yaml
 from .ignored import ignored_fields
-from .run import Role, RolloutEngine, RunSpec
+from .run import FinetuneMethod, Role, RolloutEngine, RunSpec
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,10 @@ def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
     Ulysses sequence parallelism splits the attention heads over its degree, so it must divide
     them. Source: verl `verl/models/transformers/monkey_patch.py` (asserts num_attention_heads
     % ulysses_sp_size == 0), DeepSpeed-Ulysses (arXiv 2309.14509, §3.1)."""
+    quant = arch.checkpoint.quantization if arch.checkpoint is not None else None
+    if quant is not None and spec.finetune.method == FinetuneMethod.full:
+        raise InputError("finetune.method", f"full fine-tuning of the pre-quantized {arch.name} ({quant.describe()}) is "
+                         "refused by transformers (quantized weights cannot be trained); use lora on it")
     sp = spec.distribution.sequence_parallel_size
     if arch.num_attention_heads % sp:
         raise InputError(
