@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from ..catalog.gpus import GpuSpec, load_gpu
 from ..catalog.models import ModelArch
 from ..catalog.resolve import load_model
+from .. import safe_paths as SP
 from ..errors import InputError
 from ..safe_yaml import load_yaml
 from .ignored import ignored_fields
@@ -117,7 +118,7 @@ def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
 
 
 def _model_ref(ref: str, base_dir: Path | None) -> str:
-    if base_dir is not None and not Path(ref).is_absolute() and (base_dir / ref).exists():
+    if base_dir is not None and not SP.path_problem(ref) and not Path(ref).is_absolute() and SP.exists(base_dir / ref):
         return str(base_dir / ref)
     return ref
 

@@ -30,6 +30,11 @@ from .enums import (
     Strategy,
 )
 
+MAX_GPU_CAPACITY_GIB = 4096.0
+"""Largest usable GPU capacity a spec may give (4 TiB; the largest GPUs hold 192-288 GB)."""
+MAX_HOST_RAM_GIB = float(2**20)
+"""Largest host RAM per node a spec may give (1 PiB; the largest single servers hold tens of TiB)."""
+
 __all__ = [
     "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "Optimizer", "Precision", "Role",
     "RolloutEngine", "Strategy",
@@ -40,16 +45,16 @@ class Hardware(_Frozen):
     gpu: str | None = Field(
         None, description="GPU type from the catalog (`oomless gpus`), e.g. A100-80GB, RTX-3090."
     )
-    gpu_capacity_gib: Annotated[float, Field(gt=0)] | None = Field(
+    gpu_capacity_gib: Annotated[float, Field(gt=0, le=MAX_GPU_CAPACITY_GIB)] | None = Field(
         None,
         description="Usable capacity per GPU as torch reports it (GiB). Overrides the catalog; "
         "required when `gpu` is not given.",
     )
-    gpus_per_node: Annotated[int, Field(ge=1)] = Field(
+    gpus_per_node: Annotated[int, Field(ge=1, le=1024)] = Field(
         8, description="GPUs per node, training and rollout GPUs together. Default 8."
     )
-    num_nodes: Annotated[int, Field(ge=1)] = Field(1, description="Number of nodes. Default 1.")
-    host_ram_gib: Annotated[float, Field(gt=0)] | None = Field(
+    num_nodes: Annotated[int, Field(ge=1, le=2**20)] = Field(1, description="Number of nodes. Default 1.")
+    host_ram_gib: Annotated[float, Field(gt=0, le=MAX_HOST_RAM_GIB)] | None = Field(
         None, description="Host RAM per node (GiB). Without it host RAM is reported, not judged."
     )
 
@@ -128,18 +133,18 @@ class Distribution(_Frozen):
 
 
 class Batch(_Frozen):
-    micro_batch_size: Annotated[int, Field(ge=1)] = Field(
+    micro_batch_size: Annotated[int, Field(ge=1, le=2**20)] = Field(
         1, description="Completions per GPU per forward/backward (per_device_train_batch_size). Default 1."
     )
-    gradient_accumulation_steps: Annotated[int, Field(ge=1)] = Field(1, description="Default 1.")
-    num_generations: Annotated[int, Field(ge=1)] = Field(8, description="Completions per prompt (group size). Default 8 (TRL).")
+    gradient_accumulation_steps: Annotated[int, Field(ge=1, le=2**20)] = Field(1, description="Default 1.")
+    num_generations: Annotated[int, Field(ge=1, le=2**16)] = Field(8, description="Completions per prompt (group size). Default 8 (TRL).")
     steps_per_generation: Annotated[int, Field(ge=1)] | None = Field(
         None, description="Optimizer micro-steps per rollout batch. Default: gradient_accumulation_steps (TRL)."
     )
     logprob_micro_batch_size: Annotated[int, Field(ge=1)] | None = Field(
         None, description="Sequences per no-grad log-prob forward. Default: micro_batch_size (TRL)."
     )
-    oversample_factor: Annotated[float, Field(ge=1)] = Field(
+    oversample_factor: Annotated[float, Field(ge=1, le=1000)] = Field(
         1.0,
         description="Rollouts generated per kept rollout: DAPO's dynamic sampling over-generates and drops "
         "groups with equal rewards (e.g. 3). Default 1.",

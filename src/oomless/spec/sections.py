@@ -13,17 +13,23 @@ from .base import Frozen
 from .enums import Role
 from .percentiles import Percentiles, check_percentiles
 
+MAX_IMAGE_PIXELS = 2**28
+"""Largest image area a spec may declare (268,435,456 px, a 16,384 × 16,384 image): at 28² px
+per token (Qwen2.5-VL) that is 342,392 image tokens, past every supported model's context, so
+no real limit is refused; the worst-case token search (`memory/vision_tokens.py`) grows with
+√pixels and stays under a second here."""
+
 
 class Vision(Frozen):
     """Images in the prompts of a vision-language model. Ignored for text-only models."""
 
     images_per_prompt: Annotated[int, Field(ge=0)] = Field(1, description="Most images one prompt carries. Default 1.")
-    max_pixels: Annotated[int, Field(ge=1)] | None = Field(
+    max_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS)] | None = Field(
         None,
         description="Largest image area after the processor's resize (Qwen2-VL family `max_pixels`, ms-swift "
         "`MAX_PIXELS`). Default: the processor's (Qwen2.5-VL 12845056).",
     )
-    min_pixels: Annotated[int, Field(ge=1)] | None = Field(
+    min_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS)] | None = Field(
         None, description="Smallest image area after resize (Qwen2-VL family). Default: the processor's (3136)."
     )
     max_tiles: Annotated[int, Field(ge=1)] = Field(
@@ -38,7 +44,7 @@ class Vision(Frozen):
     tower_gradient_checkpointing: bool | None = Field(
         None, description="Recompute vision blocks in backward. Default: follows `gradient_checkpointing` (ms-swift)."
     )
-    typical_pixels: Annotated[int, Field(ge=1, le=2**40)] | None = Field(
+    typical_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS)] | None = Field(
         None,
         description="Median image area of the dataset after the processor's resize (gives the typical batch; "
         "max_pixels bounds the worst). Default: max_pixels.",
