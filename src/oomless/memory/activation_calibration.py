@@ -9,6 +9,8 @@ formulas take from this table instead of branching on family names:
   fp32 ``1 + weight`` vector; its backward keeps other fp32 temporaries.
 - Gemma 2 soft-caps attention scores (eager keeps the `tanh` output as well) and the final logits.
 - Gemma 3 keeps two rotary tables (local and global layers).
+- OLMo-1's LayerNorm normalises an fp32 copy of its input and keeps it.
+- Phi-2's MLP activation (`gelu_new`) is a chain of elementwise ops that keeps three tensors.
 
 `scripts/calibrate_activations.py` measures each coefficient on a traced step (bytes a module
 keeps, divided by its element count; the script checks each is an exact integer) and writes
@@ -48,6 +50,17 @@ class FamilyCoefficients:
     """Extra bytes per logit a final-logit soft-cap keeps for backward (Gemma 2: its `tanh`)."""
     rotary_tables: int = 1
     """(cos, sin) pairs the model computes per forward (Gemma 3: local and global)."""
+    layer_norm_input_copy_bytes_per_element: int = 0
+    """A LayerNorm that normalises a copy of its input keeps that copy (per hidden element)
+    instead of the residual-stream input: OLMo-1's ``OlmoLayerNorm`` upcasts to fp32 (4).
+    0 for ``native_layer_norm`` on the bf16 input (GPT-NeoX, Phi-2, StarCoder2) and RMSNorm."""
+    mlp_activation_saved_bytes_per_element: int = 0
+    """Bytes per intermediate element the dense MLP's activation function keeps besides its
+    input and output: 0 for one aten op (SiLU, GELU, GELU-tanh); Phi-2's ``gelu_new``, a chain
+    of elementwise ops, keeps 0.5·x, the ``tanh`` and 1 + tanh (3 × 2)."""
+    mlp_activation_backward_peak_bytes_per_element: int = 4
+    """Bytes per intermediate element the activation's backward holds at its peak besides its
+    saved tensors: for one aten op its incoming gradient and its input gradient (2 + 2)."""
 
 
 LLAMA_STYLE = FamilyCoefficients()

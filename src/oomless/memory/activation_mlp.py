@@ -8,7 +8,7 @@ assumptions). Symbols: h hidden, I intermediate, k experts per token.
 from __future__ import annotations
 
 from ..catalog.models import ModelArch
-from .activation_units import B, F, INDEX_BYTES
+from .activation_units import B, F, INDEX_BYTES, coefficients
 
 MOE_ROUTING_INDEX_TENSORS = 4
 """transformers 5.23 grouped-mm MoE keeps per (token, expert) pair: the top-k indices, the
@@ -21,8 +21,9 @@ GATED_MLP_BACKWARD_TEMPORARIES = 3
 """MLP backward (down_proj, then the gate·up product): the product's gradient and the gate
 and up gradients, three bf16 [.., I] tensors, while the product itself has been freed."""
 PLAIN_MLP_BACKWARD_TEMPORARIES = 2
-"""Plain MLP backward (fc2, then the GELU): the GELU output's gradient and fc1's output
-gradient, two bf16 [.., I] tensors, while the GELU output has been freed."""
+"""Plain MLP backward (fc2, then a one-op GELU): the GELU output's gradient and fc1's output
+gradient, two bf16 [.., I] tensors, while the GELU output has been freed; in general the
+activation's traced backward peak (`FamilyCoefficients.mlp_activation_backward_peak_bytes_per_element`)."""
 
 
 def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
@@ -39,24 +40,46 @@ def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
     Plain MLP (GPT-NeoX, Phi-2, StarCoder2: fc1 → GELU → fc2): fc1's output (the GELU's input)
     and the GELU's output (fc2's input): 2 × 2I. Source: gpt_neox/modeling_gpt_neox.py
     (GPTNeoXMLP), phi/modeling_phi.py (PhiMLP), starcoder2/modeling_starcoder2.py.
+    A dense MLP's activation function made of several ops keeps its intermediates too
+    (`mlp_activation_saved_bytes_per_token`).
     """
     h = arch.hidden_size
     if not arch.num_experts:
-        return (4 if arch.mlp_gated else 2) * B * arch.intermediate_size
+        return (4 if arch.mlp_gated else 2) * B * arch.intermediate_size + mlp_activation_saved_bytes_per_token(arch)
     k, i_moe = arch.num_experts_per_tok, arch.moe_intermediate_size
     per_pair = B * h + 2 * B * i_moe + B * i_moe + B * i_moe + B * h + B + MOE_ROUTING_INDEX_TENSORS * INDEX_BYTES
     shared = arch.shared_expert_intermediate_size or arch.num_shared_experts * i_moe
     return k * per_pair + F * arch.num_experts + 4 * B * shared
 
 
+def mlp_activation_saved_bytes_per_token(arch: ModelArch) -> int:
+    """What a dense MLP's activation function keeps besides its input and output, per token
+    (`FamilyCoefficients.mlp_activation_saved_bytes_per_element` × I): nothing for one aten op;
+    Phi-2's ``gelu_new`` = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) keeps 0.5·x and 1 + tanh
+    (its last multiply) and the ``tanh`` output (its backward): 3 × 2I.
+    Source: transformers `activations.py` (NewGELUActivation), phi/configuration_phi.py
+    (hidden_act="gelu_new"); derivatives.yaml (mul saves both operands, tanh its result)."""
+    return coefficients(arch).mlp_activation_saved_bytes_per_element * arch.intermediate_size
+
+
+def plain_mlp_backward_temporaries_bytes_per_token(arch: ModelArch) -> int:
+    """Plain MLP at its activation's backward, besides what the MLP keeps: the activation's
+    backward peak with its incoming gradient (`FamilyCoefficients.mlp_activation_backward_peak_bytes_per_element`
+    × I): 2 × 2I for one GELU op (`PLAIN_MLP_BACKWARD_TEMPORARIES`: the output's and the input's
+    gradients); for ``gelu_new`` the traced peak of its chain of elementwise backwards.
+    Source: the activation traced alone (`scripts/calibrate_activations.py`)."""
+    return coefficients(arch).mlp_activation_backward_peak_bytes_per_element * arch.intermediate_size
+
+
 def mlp_backward_peak_bytes_per_token(arch: ModelArch) -> int:
     """The MLP's part at its backward peak: dense, its kept tensors minus the product plus the
-    product's, gate's and up's gradients; MoE, all its kept tensors plus the combine's backward
-    (`MOE_COMBINE_BACKWARD_TEMPORARIES`)."""
+    product's, gate's and up's gradients (plain: `plain_mlp_backward_temporaries_bytes_per_token`);
+    MoE, all its kept tensors plus the combine's backward (`MOE_COMBINE_BACKWARD_TEMPORARIES`)."""
     if not arch.num_experts:
         i = arch.intermediate_size
-        temporaries = GATED_MLP_BACKWARD_TEMPORARIES if arch.mlp_gated else PLAIN_MLP_BACKWARD_TEMPORARIES
-        return mlp_saved_bytes_per_token(arch) - B * i + temporaries * B * i
+        if not arch.mlp_gated:
+            return mlp_saved_bytes_per_token(arch) - B * i + plain_mlp_backward_temporaries_bytes_per_token(arch)
+        return mlp_saved_bytes_per_token(arch) - B * i + GATED_MLP_BACKWARD_TEMPORARIES * B * i
     return mlp_saved_bytes_per_token(arch) + MOE_COMBINE_BACKWARD_TEMPORARIES * arch.num_experts_per_tok * B * arch.hidden_size
 
 

@@ -52,6 +52,20 @@ def is_layer_norm(arch: ModelArch) -> bool:
     return arch.norm_type != "rms_norm"
 
 
+def layer_norm_input_copy_bytes_per_element(arch: ModelArch) -> int:
+    """Bytes per element of the copy a LayerNorm normalises and keeps (OLMo-1: its fp32 upcast,
+    4); 0 for ``native_layer_norm`` on the bf16 input. Source: olmo/modeling_olmo.py
+    (OlmoLayerNorm: ``F.layer_norm(x.to(torch.float32), ...).to(orig_dtype)``), the traced
+    coefficient `FamilyCoefficients.layer_norm_input_copy_bytes_per_element`."""
+    return coefficients(arch).layer_norm_input_copy_bytes_per_element if is_layer_norm(arch) else 0
+
+
+def layer_norm_keeps_residual_input(arch: ModelArch) -> bool:
+    """A LayerNorm run on its bf16 input keeps that residual-stream tensor for backward; one
+    that normalises an upcast copy keeps the copy instead (`layer_norm_input_copy_bytes_per_element`)."""
+    return is_layer_norm(arch) and not layer_norm_input_copy_bytes_per_element(arch)
+
+
 def post_norms_only(arch: ModelArch) -> bool:
     """OLMo2: the norms follow the attention and the MLP (``post_attention_layernorm``,
     ``post_feedforward_layernorm``) and feed residual adds; the linears read the residual stream.
@@ -69,9 +83,10 @@ def decoder_norm_saved_bytes_per_token(arch: ModelArch, width: int, rows: int = 
     """One norm over ``rows`` vectors of ``width`` per token (q/k norms: a row per head, or one
     row of the whole projection for OLMo2), without its output and its bf16 input: RMSNorm,
     the fp32 upcast + bf16 cast (Gemma, OLMo2: fp32 normalised value) + inverse RMS; LayerNorm,
-    its fp32 mean and rstd (its input is the residual stream, ``residual_inputs_saved``)."""
+    its fp32 mean and rstd (its input is the residual stream, ``residual_inputs_saved``) and
+    the upcast copy it normalises, if it makes one (OLMo-1)."""
     if is_layer_norm(arch):
-        return LAYER_NORM_STATS_BYTES * rows
+        return (LAYER_NORM_STATS_BYTES + layer_norm_input_copy_bytes_per_element(arch) * width) * rows
     return coefficients(arch).norm_saved_bytes_per_element * width * rows + INVERSE_RMS_BYTES * rows
 
 
@@ -88,7 +103,7 @@ def num_residual_inputs_saved_per_layer(arch: ModelArch) -> int:
     norms read the layer's input (GPT-NeoX, Phi-2). RMSNorm keeps its fp32 copy instead (0).
     Source: gpt_neox/modeling_gpt_neox.py, phi/modeling_phi.py, starcoder2/modeling_starcoder2.py
     (decoder layer forward); derivatives.yaml (native_layer_norm saves input)."""
-    if not is_layer_norm(arch):
+    if not layer_norm_keeps_residual_input(arch):
         return 0
     return 1 if arch.parallel_residual else 2
 

@@ -30,7 +30,13 @@ Gated DeltaNet layers are planned as full-attention layers (`activation_model_wa
 Families beyond the Llama layer follow ``ModelArch`` fields, not family names: a plain MLP
 (`mlp_gated`), LayerNorm (`norm_type`: input + fp32 mean/rstd), a parallel residual, post-norms
 only (OLMo2), q/k norms over the whole projection, a fused q/k/v without GQA; traced on tiny
-GPT-NeoX, StarCoder2, Phi-3 and OLMo2 configs (`tests/trace/test_agreement.py`).
+GPT-NeoX, StarCoder2, Phi-3 and OLMo2 configs (`tests/trace/test_agreement.py`), Phi-2 and OLMo-1
+probes (`scripts/calibrate_activations.py`: Phi-2's ``gelu_new`` keeps three more [.., I] tensors,
+OLMo-1's LayerNorm its fp32 copy; both traced coefficients). Phi-2's biased LM head: the tracer
+adds the bias out of place (`at::linear` does for tensor subclasses such as fake tensors;
+`output.add_(bias)` in place on CUDA), with the final norm's whole output still referenced, so
+the traced peak sits at that add ~1 % above the plan; on the GPU the head's moment stays below
+the division's.
 """
 
 from __future__ import annotations
@@ -45,13 +51,14 @@ from .activation_attention import (  # noqa: F401  (re-exported: planner, tests)
 )
 from .activation_mlp import (  # noqa: F401  (re-exported)
     GATED_MLP_BACKWARD_TEMPORARIES, MOE_COMBINE_BACKWARD_TEMPORARIES, MOE_ROUTING_INDEX_TENSORS,
-    PLAIN_MLP_BACKWARD_TEMPORARIES, lora_saved_bytes_per_token, mlp_backward_peak_bytes_per_token,
-    mlp_saved_bytes_per_token,
+    PLAIN_MLP_BACKWARD_TEMPORARIES, lora_saved_bytes_per_token, mlp_activation_saved_bytes_per_token,
+    mlp_backward_peak_bytes_per_token, mlp_saved_bytes_per_token, plain_mlp_backward_temporaries_bytes_per_token,
 )
 from .activation_norms import (  # noqa: F401  (re-exported)
     INVERSE_RMS_BYTES, LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT, LAYER_NORM_STATS_BYTES,
     NORM_OUTPUTS_CONSUMED_PER_LAYER, RMSNORM_SAVED_BYTES_PER_ELEMENT, decoder_norm_saved_bytes_per_token,
-    has_post_sublayer_norms, is_layer_norm, norm_backward_peak_bytes_per_token, norms_saved_bytes_per_token,
+    has_post_sublayer_norms, is_layer_norm, layer_norm_input_copy_bytes_per_element, layer_norm_keeps_residual_input,
+    norm_backward_peak_bytes_per_token, norms_saved_bytes_per_token,
     num_decoder_norms, num_linear_inputs_per_layer, num_residual_inputs_saved_per_layer, post_norms_only,
     qk_norm_saved_bytes_per_token, rmsnorm_saved_bytes_per_token,
 )
@@ -107,9 +114,9 @@ def rotary_table_bytes(arch: ModelArch, seq_len: int) -> int:
 
 def head_saved_bytes_per_token(arch: ModelArch) -> int:
     """The final norm (without its output: the LM head keeps only the completion rows of it,
-    counted with the logits, `logits.lm_head_input_bytes`); a LayerNorm keeps its input too,
+    counted with the logits, `logits.lm_head_input_bytes`); a LayerNorm on the bf16 stream keeps its input too,
     the last layer's output."""
-    residual = B * arch.hidden_size if is_layer_norm(arch) else 0
+    residual = B * arch.hidden_size if layer_norm_keeps_residual_input(arch) else 0
     return decoder_norm_saved_bytes_per_token(arch, arch.hidden_size) + residual
 
 
@@ -128,9 +135,10 @@ def checkpointed_layer_input_bytes_per_token(arch: ModelArch) -> int:
 
 def checkpointed_input_reused_bytes_per_token(arch: ModelArch) -> int:
     """Bytes per token of a recomputed layer's saved tensors that are its checkpointed input
-    itself: a LayerNorm (or OLMo2's q/k/v projections, after no norm) saves the layer's input,
+    itself: a LayerNorm on the bf16 stream (or OLMo2's q/k/v projections, after no norm) saves the layer's input
+    (OLMo-1's upcast copy is a new tensor),
     the storage the checkpoint already holds, so the recomputation does not add it again."""
-    return B * arch.hidden_size if is_layer_norm(arch) or post_norms_only(arch) else 0
+    return B * arch.hidden_size if layer_norm_keeps_residual_input(arch) or post_norms_only(arch) else 0
 
 
 def num_mask_kinds(arch: ModelArch) -> int:
