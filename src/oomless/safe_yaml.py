@@ -32,25 +32,39 @@ def load_yaml(text: str, where: str) -> Any:
     """The document in ``text`` (None when empty); an ``InputError`` naming ``where`` when
     it is malformed, nested deeper than `MAX_YAML_DEPTH`, larger than `MAX_YAML_BYTES`, or
     expands to more than `MAX_YAML_NODES` nodes."""
-    if len(text) > MAX_YAML_BYTES:
-        raise InputError(where, f"{len(text):,} characters of YAML; at most {MAX_YAML_BYTES:,} are read")
     try:
-        loader = yaml.SafeLoader(text)  # the reader checks for unprintable characters here
+        return load_yaml_wording_errors(text, where)
     except yaml.YAMLError as err:
         raise InputError(where, _describe(err)) from None
+
+
+def load_yaml_wording_errors(text: str, where: str) -> Any:
+    """As `load_yaml`, but a malformed document raises PyYAML's own ``YAMLError`` for a
+    caller that words it itself (Hydra's `file:line`); the bounds are still ``InputError``."""
+    if len(text) > MAX_YAML_BYTES:
+        raise InputError(where, f"{len(text):,} characters of YAML; at most {MAX_YAML_BYTES:,} are read")
+    loader = yaml.SafeLoader(text)  # the reader checks for unprintable characters here
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         _check_shape(node, where)
         return loader.construct_document(node)
-    except yaml.YAMLError as err:
-        raise InputError(where, _describe(err)) from None
     except RecursionError:
         raise InputError(where, f"YAML nested too deeply; at most {MAX_YAML_DEPTH} levels are read") from None
     finally:
         loader.dispose()
 
+
+def load_yaml_scalar(raw: str) -> Any:
+    """A command-line value read as YAML (`8`, `true`, `[1, 2]`), as Hydra's grammar reads
+    it; the text itself when it is not YAML within the bounds of `load_yaml`."""
+    if not raw.strip():
+        return ""
+    try:
+        return load_yaml(raw, "value")
+    except InputError:
+        return raw
 
 def _describe(err: yaml.YAMLError) -> str:
     if isinstance(err, yaml.reader.ReaderError):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .. import safe_paths as SP
 
 FRAMEWORKS = ("swift", "trl", "verl", "easyr1", "openrlhf", "orz", "vlmr1")
 ALIASES = {"ms-swift": "swift", "ms_swift": "swift", "open-reasoner-zero": "orz", "open_reasoner_zero": "orz",
@@ -78,7 +79,7 @@ def spec_sources(framework: str) -> dict[str, str]:
 
 
 def import_native(framework: str, path: Path, hardware: HardwareFlags) -> ImportResult:
-    if not path.exists():
+    if not SP.exists(SP.checked_path(str(path), "file")):
         raise InputError(str(path), "no such file")
     return _module(framework).import_config(path, hardware)
 

@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
+from .. import safe_paths as SP
+from ..safe_yaml import load_yaml_scalar
 from . import HardwareFlags
 
 
@@ -62,11 +64,7 @@ def parse_override(token: str) -> tuple[str, Any]:
     if match is None:
         raise InputError(token, "not a `key.sub=value` override")
     key, raw = match.group(2), match.group(3)
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key, value
+    return key, load_yaml_scalar(raw)
 
 
 def model_ref(name: Any, key: str, collected: Collected) -> str:
@@ -81,7 +79,7 @@ def model_ref(name: Any, key: str, collected: Collected) -> str:
     if variable and not re.search(r"[\w.\-]$", name.rstrip("/")) or variable and name.rstrip("/").endswith("}"):
         raise InputError(key, f"{name} is a variable the script never sets; set {variable.group(1)}=<model id or "
                               "path> in the script")
-    if not variable and Path(name).expanduser().exists():
+    if not variable and not SP.path_problem(name) and SP.exists(SP.expand_user(name)):
         return name
     ids = catalog_ids()
     lowered = {i.lower(): i for i in ids}

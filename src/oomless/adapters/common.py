@@ -14,7 +14,6 @@ Pure functions over text (no I/O except `read_text` and `write_new_files`). Erro
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from enum import Enum
@@ -26,6 +25,8 @@ import yaml
 from ..errors import InputError
 from ..frontends.flags import parse_flags, single
 from ..frontends.shell import ShellCommand, parse_shell, pick_command, read_script
+from ..safe_json import load_json
+from ..safe_yaml import load_yaml
 from ..frontends.versions import check_version, declared_version, parse_version, read_directives, version_text
 
 __all__ = ["ShellCommand", "check_version", "declared_version", "parse_flags", "parse_shell", "parse_version",
@@ -64,12 +65,7 @@ def read_text(path: Path) -> str:
 
 def load_yaml_mapping(text: str, where: str, allow_empty: bool = True) -> dict[str, Any]:
     """A YAML document that must be a mapping; an empty one is ``{}`` when ``allow_empty``."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(where, f"malformed YAML{at}: {getattr(err, 'problem', None) or 'invalid YAML'}") from None
+    data = load_yaml(text, where)
     if data is None and allow_empty:
         return {}
     if not isinstance(data, dict):
@@ -113,10 +109,7 @@ def to_float(name: str, value: Any) -> float:
 def to_json(name: str, value: str | Mapping[str, Any]) -> Any:
     if not isinstance(value, str):
         return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError as err:
-        raise InputError(name, f"{value!r} is not valid JSON: {err.msg}") from None
+    return load_json(value, name)
 
 
 def as_int(key: str, value: Any, minimum: int | None = None) -> int:

@@ -98,6 +98,8 @@ def distribution_from_deepspeed(config: Mapping[str, Any], source: str) -> DeepS
     if not isinstance(config, Mapping):
         raise InputError(source, "a DeepSpeed config must be a JSON object")
     zero = config.get("zero_optimization") or {}
+    if not isinstance(zero, Mapping):
+        raise InputError(f"{source}: zero_optimization", f"must be a JSON object, got {type(zero).__name__}")
     stage = to_int(f"{source}: zero_optimization.stage", zero.get("stage", 0))
     if stage not in STAGE_STRATEGY:
         raise InputError(f"{source}: zero_optimization.stage", f"{stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")

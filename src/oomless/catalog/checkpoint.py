@@ -108,6 +108,8 @@ def is_beyond_decoder(name: str, num_layers: int | None) -> bool:
 def parameter_counts_from_header(header: dict[str, Any], num_layers: int | None = None) -> dict[str, int]:
     """Parameters per dtype in one safetensors header (``{name: {dtype, shape, ...}}``),
     without tensors of decoder layers past ``num_layers`` (``is_beyond_decoder``)."""
+    if not isinstance(header, dict):
+        raise ValueError(f"a safetensors header is a JSON object, not {type(header).__name__}")
     counts: dict[str, int] = {}
     for name, entry in header.items():
         if name == SAFETENSORS_METADATA_KEY or is_beyond_decoder(name, num_layers):

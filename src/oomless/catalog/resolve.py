@@ -23,7 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import safe_paths as SP
 from ..errors import InputError, closest_names
+from ..safe_json import load_json
 from . import hub
 from .checkpoint import (MAX_SAFETENSORS_HEADER_BYTES, SAFETENSORS_HEADER_LENGTH_BYTES, CheckpointInfo,
                          merge_counts, parameter_counts_from_header, quantization_from_config)
@@ -99,9 +101,10 @@ def _load_catalog(stem: str) -> ModelArch:
 
 def _parse_json(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(FIELD, f"{where} is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from err
+        return load_json(text, where)
+    except InputError as err:
+        raise InputError(FIELD, f"{where} is {err.message}"
+                         if err.message.startswith("not valid JSON") else f"{where}: {err.message}") from None
 
 
 def _read_json(file: Path) -> Any:
@@ -124,7 +127,7 @@ def _safetensors_counts(folder: Path, num_layers: int) -> tuple[tuple[tuple[str,
                 if not 0 < length <= MAX_SAFETENSORS_HEADER_BYTES:
                     return (), ""
                 parts.append(parameter_counts_from_header(json.loads(handle.read(length)), num_layers))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             return (), ""
     return (merge_counts(parts), f"safetensors headers of {len(files)} file(s) in {folder}") if parts else ((), "")
 
@@ -220,7 +223,7 @@ def _with_hub_counts(arch: ModelArch, repo_id: str, revision: str | None) -> Mod
 def _not_found(ref: str, tried: list[str]) -> InputError:
     near = closest_names(ref, catalog_ids())
     hint = f" (closest catalog ids: {', '.join(near)})" if near else ""
-    return InputError(FIELD, f"{ref!r} not found: {'; '.join(tried)}; not in the shipped catalog"
+    return InputError(FIELD, f"{SP.shown(ref)} not found: {'; '.join(tried)}; not in the shipped catalog"
                       f"{hint}; pass a local folder or a config.json path (model: ./my-model/config.json)")
 
 
@@ -228,8 +231,11 @@ def _resolve(ref: str, revision: str | None, depth: int) -> ModelArch:
     ref = ref.strip()
     if not ref:
         raise InputError(FIELD, "empty model name; give a Hub id, a local folder or a config.json path")
-    path = Path(ref).expanduser()
-    if path.exists():
+    problem = SP.path_problem(ref)
+    if problem is not None:
+        raise InputError(FIELD, f"{SP.shown(ref)} {problem}; give a Hub id, a local folder or a config.json path")
+    path = SP.expand_user(ref)
+    if SP.exists(path):
         return _load_local(path, ref, revision, depth)
     tried = ["no such local path"]
     names = [ref]

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .. import safe_paths as SP
+
 if TYPE_CHECKING:
     from ..adapters import HardwareFlags, ImportResult
     from ..spec.load import ResolvedRun
@@ -165,7 +167,7 @@ def _read(path: Path, depth: int = 0) -> str:
         return text
     names = re.findall(r"[\w./-]+\.(?:ya?ml|json)\b", text)
     names += [f"{n}.yaml" for n in re.findall(r"--config-name[= ]+([\w.-]+)", text) if not n.endswith((".yaml", ".yml"))]
-    extra = [_read(path.parent / n, depth + 1) for n in dict.fromkeys(names) if (path.parent / n).is_file()]
+    extra = [_read(path.parent / n, depth + 1) for n in dict.fromkeys(names) if not SP.path_problem(n) and SP.is_file(path.parent / n)]
     return "\n".join([text, *extra])
 
 

@@ -23,7 +23,9 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
+from .. import safe_paths as SP
 from ..mappings import flatten
+from ..safe_yaml import load_yaml_scalar, load_yaml_wording_errors
 
 ALLOWED_INTERPOLATIONS = "${key}, ${.sibling}, ${oc.select:key,default}"
 _OVERRIDE = re.compile(r"^(~|\+{0,2})([A-Za-z_][\w.\-@/]*)(?:=(.*))?$", re.S)
@@ -58,16 +60,12 @@ def parse_override(token: str, where: str = "") -> tuple[str, str, Any]:
     prefix, key, raw = match.group(1), match.group(2), match.group(3)
     if raw is None:
         return prefix, key, None
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return prefix, key, value
+    return prefix, key, load_yaml_scalar(raw)
 
 
 def load_yaml(text: str, where: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml_wording_errors(text, where)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f":{mark.line + 1}" if mark else ""
@@ -187,13 +185,13 @@ def _default_file(entry: Any, folder: Path | None) -> tuple[Path | None, str]:
         return None, ""
     if isinstance(entry, str):
         candidate = folder / (entry if entry.endswith((".yaml", ".yml")) else f"{entry}.yaml")
-        return (candidate, "") if candidate.is_file() else (None, "")
+        return (candidate, "") if SP.is_file(candidate) else (None, "")
     if isinstance(entry, dict) and len(entry) == 1:
         (group, option), = entry.items()
         group = str(group).removeprefix("override ").strip()
         name, _, package = group.partition("@")
         candidate = folder / name / f"{option}.yaml"
-        if candidate.is_file():
+        if SP.is_file(candidate):
             return candidate, package or name.replace("/", ".")
     return None, ""
 
@@ -286,7 +284,7 @@ def _interpolation(key: str, body: str, values: dict[str, Any], seen: set[str]) 
         default = default.strip()
         if "${" in default:
             return _evaluate(key, default, values, seen)
-        return yaml.safe_load(default) if default else ""
+        return load_yaml_scalar(default)
     if select:
         return None
     raise _Broken(f"interpolation key '{target}' not found")

@@ -83,8 +83,9 @@ def token_counter(tokenizer: str | None) -> tuple[Callable[[Any], int], str]:
         raise InputError("--tokenizer", "needs transformers: pip install 'oomless[trace]'") from None
     try:
         tok = AutoTokenizer.from_pretrained(tokenizer)
-    except (OSError, ValueError) as err:
-        raise InputError("--tokenizer", f"cannot load {tokenizer!r}: {str(err).splitlines()[0][:200]}") from None
+    except Exception as err:  # transformers raises many kinds (OSError, ValueError, RuntimeError for ~user)
+        first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+        raise InputError("--tokenizer", f"cannot load {tokenizer[:200]!r}: {first}") from None
 
     def count(value: Any) -> int:
         if isinstance(value, list) and value and isinstance(value[0], dict) and tok.chat_template:
@@ -110,7 +111,7 @@ def _image_size(item: Any, base: Path) -> tuple[int, int] | None:
             path = Path(item) if Path(item).is_absolute() else base / item
             with Image.open(path) as im:
                 return im.size
-    except (OSError, ValueError):
+    except (OSError, ValueError, Image.DecompressionBombError):  # unreadable, or > 2 × PIL's pixel limit
         return None
     return None
 

@@ -8,12 +8,15 @@ sample, and the report says so). Parquet, Arrow and Hub datasets need the ``data
 
 from __future__ import annotations
 
-import json
+import contextlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import safe_paths as SP
 from ..errors import InputError
+from ..safe_json import load_json
 
 FIELD = "DATA"
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -23,16 +26,16 @@ TABLE_SUFFIXES = (".parquet", ".arrow")
 def _json_rows(path: Path) -> Iterator[dict[str, Any]]:
     if path.suffix == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise InputError(FIELD, f"{path} is not readable JSON ({err})") from None
+            data = load_json(path.read_bytes(), str(path))
+        except OSError as err:
+            raise InputError(FIELD, f"cannot read {path}: {err.strerror}") from None
         rows = data.get("data", data.get("rows")) if isinstance(data, dict) else data
         if not isinstance(rows, list):
             raise InputError(FIELD, f"{path}: expected a list of rows (or {{'data': [...]}})")
         yield from (r for r in rows if isinstance(r, dict))
         return
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as err:
         raise InputError(FIELD, f"cannot read {path}: {err.strerror}") from None
     with handle:
@@ -40,9 +43,9 @@ def _json_rows(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(FIELD, f"{path}:{number} is not a JSON object ({err.msg})") from None
+                row = load_json(line, f"{path}:{number}")
+            except InputError as err:
+                raise InputError(FIELD, f"{path}:{number} is not a JSON object ({err.message.removeprefix('not valid JSON (').removesuffix(')')})") from None
             if isinstance(row, dict):
                 yield row
 
@@ -57,13 +60,39 @@ def _datasets() -> Any:
 
 def _table_rows(files: list[Path], split: str) -> Iterator[dict[str, Any]]:
     kind = "parquet" if files[0].suffix == ".parquet" else "arrow"
-    dataset = _datasets().load_dataset(kind, data_files=[str(f) for f in files], split=split)
+    datasets = _datasets()
+    try:
+        with _quiet_datasets():
+            dataset = datasets.load_dataset(kind, data_files=[str(f) for f in files], split=split)
+    except Exception as err:  # pyarrow/datasets raise many kinds on a damaged file; one line each
+        raise InputError(FIELD, f"{files[0] if len(files) == 1 else files[0].parent} is not a readable {kind} "
+                         f"dataset ({_first_line(err)})") from None
     yield from dataset
+
+
+@contextlib.contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """datasets logs its own line for a damaged file before raising; the one line is ours."""
+    logger = logging.getLogger("datasets")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
 
 
 def _folder_rows(path: Path, split: str) -> Iterator[dict[str, Any]]:
     if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
-        loaded = _datasets().load_from_disk(str(path))
+        try:
+            loaded = _datasets().load_from_disk(str(path))
+        except Exception as err:  # a damaged saved dataset: one line
+            raise InputError(FIELD, f"{path} is not a readable saved dataset ({_first_line(err)})") from None
         yield from loaded[split] if hasattr(loaded, "keys") and split in loaded else loaded
         return
     for suffixes in (TABLE_SUFFIXES, JSON_SUFFIXES):
@@ -80,10 +109,10 @@ def _folder_rows(path: Path, split: str) -> Iterator[dict[str, Any]]:
 
 def iter_rows(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
     """Rows of ``source``: a file, a folder, or a Hub dataset id in the local cache."""
-    path = Path(source).expanduser()
-    if path.is_dir():
+    path = SP.checked_path(source, FIELD)
+    if SP.is_dir(path):
         yield from _folder_rows(path, split)
-    elif path.is_file():
+    elif SP.is_file(path):
         if path.suffix in JSON_SUFFIXES:
             yield from _json_rows(path)
         elif path.suffix in TABLE_SUFFIXES:
@@ -97,8 +126,8 @@ def iter_rows(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
         try:
             yield from datasets.load_dataset(source, split=split)
         except Exception as err:  # datasets raises many kinds; one line with the first of its message
-            first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-            raise InputError(FIELD, f"{source!r} is not a local file or folder, and datasets could not load it ({first})") from None
+            raise InputError(FIELD, f"{source!r} is not a local file or folder, and datasets could not load it "
+                             f"({_first_line(err)})") from None
 
 
 def read_rows(source: str, limit: int, split: str = "train") -> tuple[list[dict[str, Any]], bool]:

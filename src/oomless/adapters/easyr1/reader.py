@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ... import safe_paths as SP
 from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
@@ -61,7 +62,8 @@ def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
     for token in tokens:
         if token.startswith("config="):
             name = token.split("=", 1)[1]
-            config_file = next((p for p in (path.parent / name, Path.cwd() / name) if p.is_file()), None)
+            SP.checked_path(name, f"{where}: config")
+            config_file = next((p for p in (path.parent / name, Path.cwd() / name) if SP.is_file(p)), None)
             if config_file is None:
                 raise InputError(where, f"config={name} not found next to {path.name} or in {Path.cwd()}")
         else:

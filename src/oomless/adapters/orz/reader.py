@@ -46,18 +46,43 @@ MAPPED = {
 }
 
 
+MAX_SCRIPT_CHARS = 4 * 1024**2
+"""Largest ORZ script read (4 MiB; ORZ's playground scripts are a few KiB)."""
+MAX_EVAL_DEPTH = 100
+"""Deepest expression evaluated; deeper ones stay unresolved (and are reported)."""
+MAX_LITERAL_LENGTH = 1_000_000
+"""Longest string or list an expression may build (`'a' * n`, `[0] * n`, concatenation):
+checked before it is built, so `'a' * 10**19` is unresolved instead of a MemoryError."""
+MAX_LITERAL_INT = 2**63
+"""Largest integer an expression may produce (int64); a chain of products stops there."""
+
+
 class _Unresolved:
     def __init__(self, source: str) -> None:
         self.source = source
 
 
+def _source(node: ast.expr) -> str:
+    """The expression as written, shortened for a one-line report."""
+    try:
+        text = ast.unparse(node)
+    except RecursionError:
+        return "<an expression nested too deeply>"
+    return text if len(text) <= 200 else f"{text[:200]}… ({len(text):,} characters)"
+
+
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
     C.check_version(text, "orz", LOWEST, HIGHEST)
+    if len(text) > MAX_SCRIPT_CHARS:
+        raise InputError(str(path), f"{len(text):,} characters; an ORZ script of at most {MAX_SCRIPT_CHARS:,} is read")
     try:
         tree = ast.parse(text, str(path))
     except SyntaxError as err:
         raise InputError(str(path), f"not valid Python at line {err.lineno}: {err.msg}") from None
+    except (RecursionError, MemoryError):  # CPython's parser on `1 + 1 + ...` thousands of terms long
+        raise InputError(str(path), "an expression nested too deeply to parse (thousands of terms or "
+                         "brackets); ORZ configs are plain literals") from None
     cls = _config_class(tree, path)
     out = N.Collected()
     user = _class_values(tree, cls, out)
@@ -123,43 +148,71 @@ _COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt:
 
 def _evaluate(node: ast.expr, env: dict[str, Any]) -> Any:
     """A literal expression's value, or `_Unresolved` with its source."""
-    unresolved = _Unresolved(ast.unparse(node))
     try:
-        value = _eval(node, env)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError, _Stop):
-        return unresolved
-    return value
+        return _eval(node, env, 0)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError, RecursionError, _Stop):
+        return _Unresolved(_source(node))
 
 
 class _Stop(Exception):
     pass
 
 
-def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
+def _eval(node: ast.expr, env: dict[str, Any], depth: int) -> Any:
+    if depth > MAX_EVAL_DEPTH:
+        raise _Stop
+    depth += 1
     if isinstance(node, ast.Constant):
-        return node.value
+        return _bounded(node.value)
     if isinstance(node, ast.Name):
         value = env[node.id]
         if isinstance(value, _Unresolved):
             raise _Stop
         return value
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [_eval(e, env) for e in node.elts]
+        return _bounded([_eval(e, env, depth) for e in node.elts])
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
-        operand = _eval(node.operand, env)
+        operand = _eval(node.operand, env, depth)
         return (not operand) if isinstance(node.op, ast.Not) else -operand
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        return _BINARY[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        left, right = _eval(node.left, env, depth), _eval(node.right, env, depth)
+        _check_size(node.op, left, right)
+        return _bounded(_BINARY[type(node.op)](left, right))
     if isinstance(node, ast.BoolOp):
-        values = [_eval(v, env) for v in node.values]
+        values = [_eval(v, env, depth) for v in node.values]
         return all(values) if isinstance(node.op, ast.And) else next((v for v in values if v), values[-1])
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
-        return _COMPARE[type(node.ops[0])](_eval(node.left, env), _eval(node.comparators[0], env))
+        return _COMPARE[type(node.ops[0])](_eval(node.left, env, depth), _eval(node.comparators[0], env, depth))
     if isinstance(node, ast.IfExp):
-        return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
-    if isinstance(node, ast.Call) and ast.unparse(node.func) == "ListConfig" and len(node.args) == 1:
-        return _eval(node.args[0], env)
+        return _eval(node.body, env, depth) if _eval(node.test, env, depth) else _eval(node.orelse, env, depth)
+    if isinstance(node, ast.Call) and _source(node.func) == "ListConfig" and len(node.args) == 1:
+        return _eval(node.args[0], env, depth)
     raise _Stop
+
+
+def _check_size(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse (unresolved) a repetition or concatenation longer than `MAX_LITERAL_LENGTH`
+    before Python builds it."""
+    sized = (str, bytes, list)
+    if isinstance(op, ast.Mult) and (isinstance(left, sized) or isinstance(right, sized)):
+        seq, times = (left, right) if isinstance(left, sized) else (right, left)
+        if isinstance(times, int) and len(seq) * max(times, 0) > MAX_LITERAL_LENGTH:
+            raise _Stop
+    if isinstance(op, ast.Add) and isinstance(left, sized) and isinstance(right, sized):
+        if len(left) + len(right) > MAX_LITERAL_LENGTH:
+            raise _Stop
+
+
+def _bounded(value: Any) -> Any:
+    """``value`` when it is a size a config holds: ints within int64, finite floats, strings
+    and lists within `MAX_LITERAL_LENGTH`; otherwise the expression stays unresolved."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_LITERAL_INT:
+        raise _Stop
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Stop
+    if isinstance(value, (str, bytes, list)) and len(value) > MAX_LITERAL_LENGTH:
+        raise _Stop
+    return value
 
 
 PLACEHOLDER = "example_path"

@@ -25,14 +25,15 @@ version whose script reads back to the same spec, and checks that it does.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ...catalog.models import ModelArch
 from ...catalog.resolve import load_model
+from ... import safe_paths as SP
 from ...errors import InputError
+from ...safe_json import load_json
 from ...memory import constants as MC
 from ...memory import vision as VZ
 from . import keys as SF
@@ -77,8 +78,9 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     def read(name: str) -> str:
         if overlay is not None and name in overlay:
             return overlay[name]
+        SP.checked_path(name, "file")
         candidate = Path(name) if Path(name).is_absolute() else base_dir / name
-        if not candidate.exists() and Path(name).exists():
+        if not SP.exists(candidate) and SP.exists(Path(name)):
             candidate = Path(name)
         return read_text(candidate)
 
@@ -158,7 +160,7 @@ def _arch(flags: FlagReader, base_dir: Path) -> ModelArch:
         raise InputError("--model", "required: the model id or path")
     local = base_dir / model
     try:
-        return load_model(str(local) if not Path(model).is_absolute() and local.exists() else model)
+        return load_model(str(local) if not Path(model).is_absolute() and SP.exists(local) else model)
     except InputError as err:
         raise InputError("--model", err.message) from None
 
@@ -263,10 +265,7 @@ def _distribution(f: FlagReader, profile: SF.Profile, read: ReadFile) -> tuple[d
         return read_ds.distribution, read_ds.half, None, True
     if not preset.endswith(".json"):
         raise InputError("--deepspeed", f"{preset!r} is not a preset ({', '.join(profile.presets)}) or a .json file")
-    try:
-        config = json.loads(read(preset))
-    except ValueError as err:
-        raise InputError(preset, f"malformed JSON: {err}") from None
+    config = load_json(read(preset), preset)
     read_ds = distribution_from_deepspeed(config, preset)
     f.ignored.extend(read_ds.ignored)
     return read_ds.distribution, read_ds.half, read_ds.optimizer, True

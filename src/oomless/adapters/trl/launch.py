@@ -61,6 +61,9 @@ class Launch:
     server: ShellCommand | None = None
     directives_text: str = ""
     ignored: list[str] = field(default_factory=list)
+    processes_stated: bool = True
+    """False when nothing (launcher, accelerate config, num_processes) says how many processes
+    run: a bare GRPOConfig YAML, launched by whatever the user runs it with."""
 
 
 def _cli_values(flags: Mapping[str, list[str]]) -> dict[str, Any]:
@@ -170,7 +173,16 @@ def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: 
             raise InputError("num_processes", f"{total} processes do not split over {machines} machines")
         per_node = total // machines
     ignored = [f"accelerate {key}: no effect on memory" for key in opts]
-    return Launch(config, accelerate, per_node, machines, server, texts, ignored)
+    stated = "num_processes" in accelerate or "num_processes_per_node" in launch_opts or bool(launch_opts)
+    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated)
+
+
+def _section(acc: dict, key: str) -> dict:
+    """An accelerate config's sub-mapping (`deepspeed_config`, `fsdp_config`), {} when absent."""
+    section = acc.get(key) or {}
+    if not isinstance(section, dict):
+        raise InputError(key, f"must be a mapping of keys, got {type(section).__name__}")
+    return section
 
 
 def accelerate_distribution(launch: Launch, read: Callable[[str], str]) -> tuple[dict, str, str | None, bool]:
@@ -178,15 +190,12 @@ def accelerate_distribution(launch: Launch, read: Callable[[str], str]) -> tuple
     acc = launch.accelerate
     kind = str(acc.get("distributed_type", "NO")).upper()
     if kind == "DEEPSPEED":
-        ds = acc.get("deepspeed_config") or {}
+        ds = _section(acc, "deepspeed_config")
         if ds.get("deepspeed_config_file"):
-            import json
+            from ...safe_json import load_json
 
             name = str(ds["deepspeed_config_file"])
-            try:
-                config = json.loads(read(name))
-            except ValueError as err:
-                raise InputError(name, f"malformed JSON: {err}") from None
+            config = load_json(read(name), name)
         else:
             config = {"zero_optimization": {
                 "stage": ds.get("zero_stage", 2),
@@ -196,7 +205,7 @@ def accelerate_distribution(launch: Launch, read: Callable[[str], str]) -> tuple
         launch.ignored.extend(got.ignored)
         return got.distribution, got.half, got.optimizer, True
     if kind == "FSDP":
-        offload = to_bool("fsdp_offload_params", (acc.get("fsdp_config") or {}).get("fsdp_offload_params", False))
+        offload = to_bool("fsdp_offload_params", _section(acc, "fsdp_config").get("fsdp_offload_params", False))
         return {"strategy": "fsdp", **({"offload_params": True, "offload_optimizer": True} if offload else {})}, "auto", None, True
     if kind not in ("NO", "MULTI_GPU"):
         raise InputError("distributed_type", f"{kind!r} is not planned; allowed: NO, MULTI_GPU, DEEPSPEED, FSDP")
@@ -223,6 +232,11 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
     if keys.get("vllm_device") is not None and "vllm_mode" not in keys.values:
         return _legacy_device(keys, launch, arch, graphs, notes)
     mode = str(keys.get("vllm_mode", "colocate"))
+    spare = (hardware.gpus_per_node or 0) - processes
+    if "vllm_mode" not in keys.values and launch.server is None and spare > 0:
+        mode = "server"
+        notes.append(f"vllm_mode unset and --gpus-per-node leaves {spare} GPU(s) beside the {processes} training "
+                     "processes: planned as TRL 0.18-0.2x's default, vllm_mode server (`trl vllm-serve` on them)")
     if mode == "colocate":
         tp = keys.int("vllm_tensor_parallel_size", 1)
         if processes % tp:

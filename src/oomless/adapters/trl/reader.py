@@ -34,6 +34,7 @@ from typing import Any
 
 from ...catalog.models import ModelArch
 from ...catalog.resolve import load_model
+from ... import safe_paths as SP
 from ...errors import InputError
 from ...memory import vision as VZ
 from . import launch as TL
@@ -128,8 +129,9 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     def read(name: str) -> str:
         if overlay is not None and name in overlay:
             return overlay[name]
+        SP.checked_path(name, "file")
         candidate = base / name if not Path(name).is_absolute() else Path(name)
-        return read_text(candidate if candidate.exists() or not Path(name).exists() else Path(name))
+        return read_text(candidate if SP.exists(candidate) or not SP.exists(Path(name)) else Path(name))
 
     if hardware.gpu is None:
         raise InputError("--gpu", "required with --from trl: the config does not name the GPU type")
@@ -164,7 +166,7 @@ def _arch(keys: Keys, base: Path) -> ModelArch:
         raise InputError("model_name_or_path", "required: the model id or path")
     local = base / str(model)
     try:
-        return load_model(str(local) if not Path(model).is_absolute() and local.exists() else str(model))
+        return load_model(str(local) if not Path(model).is_absolute() and SP.exists(local) else str(model))
     except InputError as err:
         raise InputError("model_name_or_path", err.message) from None
 
@@ -193,6 +195,8 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     spec["kl_beta"] = keys.float("beta", 0.0)
     if keys.get("reward_model_name_or_path"):
         spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}
+    if not launch.processes_stated and hardware.gpus_per_node is not None:
+        launch = _processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _batch(keys, processes * nodes)
     steps = spec["batch"].get("steps_per_generation") or spec["batch"]["gradient_accumulation_steps"]
@@ -201,6 +205,18 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     spec["lengths"] = _lengths(keys, arch, rollout, prompt_directive, spec, notes)
     spec["hardware"] = _hardware(hardware, gpus, nodes)
     return spec
+
+
+def _processes_from_hardware(keys: Keys, launch: TL.Launch, gpus_per_node: int, notes: list[str]) -> TL.Launch:
+    """A bare config launched on ``--gpus-per-node`` GPUs: one training process per GPU, less
+    the GPU TRL <= 0.17 gives its engine (`vllm_device: auto`, the next GPU index)."""
+    import dataclasses
+
+    engine = 1 if keys.values.get("use_vllm") in (True, "true", "True") and str(keys.values.get("vllm_device", "")) == "auto" else 0
+    processes = max(gpus_per_node - engine, 1)
+    notes.append(f"the config does not say how many processes run: planned as `accelerate launch` with {processes} "
+                 f"process(es) per node on the {gpus_per_node} GPUs of --gpus-per-node")
+    return dataclasses.replace(launch, processes_per_node=processes)
 
 
 def _finetune(keys: Keys, arch: ModelArch) -> dict[str, Any]:
@@ -244,12 +260,9 @@ def _distribution(keys: Keys, launch: TL.Launch, read: Callable[[str], str]) -> 
 
 
 def _json(read: Callable[[str], str], name: str) -> Any:
-    import json
+    from ...safe_json import load_json
 
-    try:
-        return json.loads(read(name))
-    except ValueError as err:
-        raise InputError(name, f"malformed JSON: {err}") from None
+    return load_json(read(name), name)
 
 
 def _precision(keys: Keys, half: str, keeps_master: bool, method: str, notes: list[str]) -> str:

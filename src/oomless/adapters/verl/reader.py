@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ... import safe_paths as SP
 from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
@@ -86,6 +87,8 @@ def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
         return H.compose(DEFAULTS, None, where, overrides, own_configs=OWN_CONFIGS)
     folder = path.parent / options.get("--config-path", ".")
     name = options["--config-name"]
+    SP.checked_path(options.get("--config-path", "."), f"{where}: --config-path")
+    SP.checked_path(name, f"{where}: --config-name")
     file = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
     if name in OWN_CONFIGS and not file.is_file():
         return H.compose(DEFAULTS, None, where, overrides, own_configs=OWN_CONFIGS)

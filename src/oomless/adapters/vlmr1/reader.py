@@ -15,12 +15,13 @@ VLM-R1's own (stage from its name, "auto" sizes).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from ... import safe_paths as SP
 from ...errors import InputError
+from ...safe_json import load_json
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
@@ -97,8 +98,9 @@ def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, 
     oomless runs in), else VLM-R1's own config of the stage its name says."""
     if not ref:
         return {"strategy": "ddp"}
+    SP.checked_path(str(ref), "--deepspeed")
     places = (script.parent / str(ref), Path.cwd() / cwd / str(ref), script.parent / cwd / str(ref), Path.cwd() / str(ref))
-    file = next((p for p in places if p.is_file()), None)
+    file = next((p for p in places if SP.is_file(p)), None)
     if file is None:
         match = re.search(r"zero(?:_?stage)?_?([123])", Path(str(ref)).name)
         if match is None:
@@ -108,11 +110,10 @@ def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, 
         if match.group(1) == "3":
             auto.update(stage3_prefetch_bucket_size="auto", stage3_param_persistence_threshold="auto")
         return {"strategy": f"zero{match.group(1)}", **auto}
-    try:
-        config = json.loads(C.read_text(file))
-    except json.JSONDecodeError as err:
-        raise InputError(str(file), f"not valid JSON ({err.msg} at line {err.lineno})") from None
-    zero = config.get("zero_optimization", {})
+    config = load_json(C.read_text(file), str(file))
+    zero = config.get("zero_optimization", {}) if isinstance(config, dict) else None
+    if not isinstance(zero, dict):
+        raise InputError(str(file), "a DeepSpeed config must be a JSON object with an object zero_optimization")
     stage = C.as_int("zero_optimization.stage", zero.get("stage", 0), 0)
     dist: dict[str, Any] = {"strategy": "ddp" if stage == 0 else f"zero{stage}"}
     if "overlap_comm" in zero and stage in (1, 2, 3):
@@ -120,9 +121,14 @@ def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, 
     for key in ("reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"):
         if key in zero and (stage == 3 or key == "reduce_bucket_size"):
             dist[key] = zero[key] if zero[key] == "auto" else C.as_int(key, zero[key], 0)
-    dist["offload_optimizer"] = zero.get("offload_optimizer", {}).get("device", "none") == "cpu"
-    dist["offload_params"] = zero.get("offload_param", {}).get("device", "none") == "cpu"
+    dist["offload_optimizer"] = _offload_device(zero.get("offload_optimizer")) == "cpu"
+    dist["offload_params"] = _offload_device(zero.get("offload_param")) == "cpu"
     return dist
+
+
+def _offload_device(section: Any) -> Any:
+    """`device` of a DeepSpeed offload section ("none" when absent or not an object)."""
+    return section.get("device", "none") if isinstance(section, dict) else "none"
 
 
 def _training(v: dict[str, Any], out: N.Collected) -> None:
