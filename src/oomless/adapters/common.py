@@ -20,7 +20,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from ..errors import InputError
 from ..frontends.flags import parse_flags, single
