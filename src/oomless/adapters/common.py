@@ -20,7 +20,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-
 from ..errors import InputError
 from ..frontends.flags import parse_flags, single
 from ..frontends.shell import ShellCommand, parse_shell, pick_command, read_script
