@@ -247,5 +247,6 @@ def test_prequantized_checkpoint_is_planned_in_its_stored_format(tmp_path: Path)
     assert frozen_weight_bytes(arch, run.spec.finetune) == stored
     plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
     assert plan.engine.weight_bytes == stored
-    with pytest.raises(InputError, match="pre-quantized"):
-        resolve(parse_spec({**spec, "finetune": {"method": "full"}}))
+    full = resolve(parse_spec({**spec, "finetune": {"method": "full"}}))
+    assert any("bf16 copy" in w for w in full.warnings)
+    assert make_plan(full.spec, full.arch, full.gpu, full.archs).engine.weight_bytes == total * 2  # the bf16 copy

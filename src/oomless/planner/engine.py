@@ -19,8 +19,8 @@ def engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBu
     vLLM); the profile peak adds the vision encoder's profile for VLMs."""
     ro = spec.rollout
     qlora = spec.finetune.method == FinetuneMethod.qlora
-    stored = S.prequantized_weight_bytes(arch)
-    if stored is not None:  # vLLM serves GPTQ/AWQ/FP8/bitsandbytes checkpoints in their stored format
+    stored = S.prequantized_weight_bytes(arch) if spec.finetune.method != FinetuneMethod.full else None
+    if stored is not None:  # LoRA on a GPTQ/AWQ/FP8/bnb checkpoint: vLLM serves the stored format
         weights = stored
     else:
         weights = S.frozen_weight_bytes(arch, spec.finetune) if qlora else P.num_parameters(arch) * C.BF16_BYTES

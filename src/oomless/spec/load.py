@@ -94,10 +94,6 @@ def check_against_arch(spec: RunSpec, arch: ModelArch) -> None:
     Ulysses sequence parallelism splits the attention heads over its degree, so it must divide
     them. Source: verl `verl/models/transformers/monkey_patch.py` (asserts num_attention_heads
     % ulysses_sp_size == 0), DeepSpeed-Ulysses (arXiv 2309.14509, §3.1)."""
-    quant = arch.checkpoint.quantization if arch.checkpoint is not None else None
-    if quant is not None and spec.finetune.method == FinetuneMethod.full:
-        raise InputError("finetune.method", f"full fine-tuning of the pre-quantized {arch.name} ({quant.describe()}) is "
-                         "refused by transformers (quantized weights cannot be trained); use lora on it")
     sp = spec.distribution.sequence_parallel_size
     if arch.num_attention_heads % sp:
         raise InputError(
@@ -141,7 +137,14 @@ def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
         archs[Role.critic] = _load_as("critic.model", spec.critic.model, base_dir)
     if spec.reward_model.model is not None:
         archs[Role.reward] = _load_as("reward_model.model", spec.reward_model.model, base_dir)
-    notes = tuple(dict.fromkeys(
+    quant = arch.checkpoint.quantization if arch.checkpoint is not None else None
+    if quant is not None and spec.finetune.method == FinetuneMethod.full:
+        notes_full = (f"{arch.name} is stored pre-quantized ({quant.describe()}); transformers does not train quantized "
+                      "weights, so full fine-tuning is planned on a bf16 copy (convert it first, as RL frameworks do); "
+                      "LoRA would keep the stored format",)
+    else:
+        notes_full = ()
+    notes = notes_full + tuple(dict.fromkeys(
         note for a in (arch, *archs.values())
         for note in (*a.warnings, *(a.checkpoint.notes if a.checkpoint is not None else ()))))
     return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)) + notes, archs)
