@@ -78,17 +78,26 @@ def inference_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequenc
 
 def training_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequences: int) -> int:
     """What the tower holds while the language model trains on the same micro-batch: its saved
-    activations and the projector's when it trains, else its no-grad forward peak."""
+    activations and the projector's when it trains, else its no-grad forward peak.
+
+    A trained tower is charged at least the frozen one's no-grad forward peak: it runs the
+    same forward, and inside its largest block the same transients (eager scores) are alive
+    beside what earlier blocks saved; with checkpointing a block's forward still materialises
+    them before keeping only its input (issue 15: a frozen tower once cost more, +413 GiB for
+    Qwen2.5-VL eager at 12.8 MP).
+    Source: torch/utils/checkpoint.py (the checkpointed function runs unchanged in forward;
+    only what it saves for backward is dropped)."""
     if not has_images(spec, arch):
         return 0
     v, images = arch.vision, num_sequences * shape.lengths.images_per_prompt
     patches = _patches(spec, arch, shape.lengths.image_pixels)
+    forward_peak = inference_bytes(spec, shape, arch, num_sequences)
     if not tower_trains(spec):
-        return inference_bytes(spec, shape, arch, num_sequences)
+        return forward_peak
     saved = VZ.vision_training_saved_bytes(
         v, patches, images, spec.attention, tower_checkpointing(spec, arch), dense_mask=spec.vision.dense_attention_mask
     )
-    return saved + VZ.merger_saved_bytes(v, patches, images)
+    return max(saved + VZ.merger_saved_bytes(v, patches, images), forward_peak)
 
 
 def engine_encoder_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
