@@ -18,7 +18,7 @@ BAD_SPECS = [
     ("unknown-key", {"batch.micro_batch": 2}, "error: batch.micro_batch: unknown key; allowed here: micro_batch_size"),
     ("unknown-top-key", {"kl_bta": 0.1}, "error: kl_bta: unknown key; allowed here: model,"),
     ("unknown-model", {"model": "Qwen/Qwen2.5-1.5B-Instrct"},
-     "error: model: unknown 'Qwen/Qwen2.5-1.5B-Instrct'; closest: Qwen/Qwen2.5-1.5B-Instruct"),
+     "error: model: 'Qwen/Qwen2.5-1.5B-Instrct' not found: no such local path; not in the HF cache"),
     ("unknown-gpu", {"hardware.gpu": "A100-90GB"}, "error: hardware.gpu: unknown 'A100-90GB'; closest: A100-80GB"),
     ("utilization-above-1", {"rollout.gpu_memory_utilization": 1.5},
      "error: rollout.gpu_memory_utilization: 1.5 is not valid; Input should be less than or equal to 1"),
