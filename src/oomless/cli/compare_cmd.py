@@ -19,7 +19,7 @@ from typing import Any
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
-from .import_cmd import FROM_HELP, GPU_HELP
+from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
 
 NUM_SHOWN_COMPONENTS = 8
 
@@ -32,9 +32,9 @@ def compare_command(
     png: Path = typer.Option(None, "--png", help="Also write a PNG of both plans side by side."),
     from_framework: str = typer.Option(None, "--from", help=FROM_HELP + " Applies to BEFORE and AFTER"),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
 ) -> None:
     """Compare two plans (before/after a fix); exit 0 if AFTER fits, 1 if it does not, 2 bad input."""
     from .main import run_guarded

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import typer
 
+from .import_cmd import GPUS_PER_NODE_OPTION, NODES_OPTION, HOST_RAM_OPTION
+
 from ..errors import InputError
 
 if TYPE_CHECKING:
@@ -46,9 +48,9 @@ def doctor_command(
         help="The crashed run's framework config instead of a spec: swift, trl, verl, easyr1, openrlhf, orz, then the file.",
     ),
     gpu: str = typer.Option(None, "--gpu", help="GPU type when the framework config does not say (with --from)."),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the diagnosis as a JSON document."),
 ) -> None:
     """Diagnose a crash log: exit 0 diagnosed, 1 nothing recognised, 2 bad input."""

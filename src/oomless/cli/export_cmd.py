@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from .import_cmd import FROM_HELP, GPU_HELP
+from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
 
 
 def export_command(
@@ -22,9 +22,9 @@ def export_command(
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist (never the input spec)."),
     from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
 ) -> None:
     """Write SPEC in FRAMEWORK's own form with the memory knobs set; exit 0 written, 2 bad input."""
     from .main import run_guarded

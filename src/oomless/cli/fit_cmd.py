@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
-from .import_cmd import FROM_HELP, GPU_HELP
+from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
 
 if TYPE_CHECKING:
     from ..fit.probe import Margin
@@ -26,9 +26,9 @@ def fit_command(
     spec: Path = typer.Argument(..., help="Run spec (YAML), or a framework config with --from."),
     from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
     margin: float = typer.Option(None, "--margin", metavar="GIB", help="GiB every GPU and host constraint must keep free."),
     margin_fraction: float = typer.Option(
         None, "--margin-fraction", metavar="F", help="Fraction of each device's capacity to keep free (default 0.05)."

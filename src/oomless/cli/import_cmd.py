@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 FROM_HELP = ("Read SPEC as this framework's own config: swift (ms-swift), trl, verl, easyr1, openrlhf, "
              "orz (open-reasoner-zero), vlmr1.")
 GPU_HELP = "GPU type when the framework config does not say (with --from)."
+GPUS_PER_NODE_OPTION = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from).")
+NODES_OPTION = typer.Option(None, "--nodes", help="Nodes (with --from).")
+HOST_RAM_OPTION = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from).")
+"""The hardware a framework config does not say, shared by every command that takes `--from`."""
 NO_EFFECT = re.compile(r": no effect on (the planned )?memory$")
 """Ignored-key lines that are only counted: understood keys that change nothing the plan models."""
 
@@ -177,9 +181,9 @@ def import_command(
     output: Path = typer.Option(None, "-o", "--output", help="Write the spec here (never over an existing file without --force); default: standard output."),
     force: bool = typer.Option(False, "--force", help="Overwrite --output if it exists."),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
 ) -> None:
     """Convert a framework's config into a run spec YAML; exit 0 written, 2 bad input."""
     from .main import run_guarded

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from .import_cmd import GPUS_PER_NODE_OPTION, NODES_OPTION, HOST_RAM_OPTION
+
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
 
 if TYPE_CHECKING:
@@ -30,9 +32,9 @@ def plan_command(
         "orz (open-reasoner-zero), vlmr1."
     ),
     gpu: str = typer.Option(None, "--gpu", help="GPU type when the framework config does not say (with --from)."),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML chart of the plan."),
     png: Path = typer.Option(None, "--png", help="Also write a PNG chart of the plan."),
 ) -> None:

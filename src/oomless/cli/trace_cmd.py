@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .import_cmd import FROM_HELP, GPU_HELP
+from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
 
 from ..errors import EXIT_FITS, InputError
 
@@ -83,9 +83,9 @@ def trace_command(
     checkpointing: bool = typer.Option(None, "--checkpointing/--no-checkpointing", help="Gradient checkpointing."),
     from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
 ) -> None:
     """Trace the spec's training step on fake tensors; compare with the plan. Exit 0, or 2 on bad input."""
     from .main import run_guarded

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-from .import_cmd import FROM_HELP, GPU_HELP
+from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
 
 TRAIN_EXTRA = frozenset({"torch", "transformers", "trl", "peft", "accelerate", "datasets", "psutil", "tokenizers"})
 """Top-level modules of `oomless[train]`: missing one is an install problem, not a bug."""
@@ -33,9 +33,9 @@ def train_command(
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in the output folder."),
     from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
-    gpus_per_node: int = typer.Option(None, "--gpus-per-node", help="GPUs per node (with --from)."),
-    nodes: int = typer.Option(None, "--nodes", help="Nodes (with --from)."),
-    host_ram: float = typer.Option(None, "--host-ram", help="Host RAM per node in GiB (with --from)."),
+    gpus_per_node: int = GPUS_PER_NODE_OPTION,
+    nodes: int = NODES_OPTION,
+    host_ram: float = HOST_RAM_OPTION,
 ) -> None:
     """Train GRPO on TRL with the plan applied; exit 0 trained, 1 refused (does not fit), 2 bad input."""
     from .main import run_guarded
