@@ -15,7 +15,9 @@ Pure functions over text (no I/O except `read_text` and `write_new_files`). Erro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -146,12 +148,39 @@ def spec_get(spec: Any, dotted: str) -> Any:
     return node.value if isinstance(node, Enum) else node
 
 
+_UNEXPRESSED: ContextVar[list[tuple[str, str]] | None] = ContextVar("oomless_unexpressed", default=None)
+
+
+@contextmanager
+def collect_unexpressed() -> Iterator[list[tuple[str, str]]]:
+    """Inside it, `require` and `cannot_express` record (spec field, why) instead of raising,
+    so a writer renders everything it can and the caller names every field it could not in one
+    message (`fit --from --write`, `fit --export`)."""
+    found: list[tuple[str, str]] = []
+    token = _UNEXPRESSED.set(found)
+    try:
+        yield found
+    finally:
+        _UNEXPRESSED.reset(token)
+
+
+def cannot_express(dotted: str, why: str) -> None:
+    """A writer cannot say the spec's value at ``dotted``: an InputError, or recorded inside
+    `collect_unexpressed` (the writer then goes on with its fallback)."""
+    found = _UNEXPRESSED.get()
+    if found is None:
+        raise InputError(dotted, why)
+    found.append((dotted, why))
+
+
 def require(spec: Any, dotted: str, allowed: tuple[Any, ...], framework: str) -> Any:
-    """The spec's value at ``dotted``; InputError when ``framework`` cannot express it."""
+    """The spec's value at ``dotted``; InputError when ``framework`` cannot express it (inside
+    `collect_unexpressed`: recorded, and the first allowed value is returned as the fallback)."""
     value = spec_get(spec, dotted)
     if value not in allowed:
         shown = ", ".join(str(a) for a in allowed)
-        raise InputError(dotted, f"{value!r} cannot be written for {framework}; allowed: {shown}")
+        cannot_express(dotted, f"{value!r} cannot be written for {framework}; allowed: {shown}")
+        return allowed[0]
     return value
 
 
