@@ -10,15 +10,31 @@ from .. import common as C
 from .keys import DEFAULTS, ROL
 
 
+NATIVE_STYLE = "hydra"
+"""A launch script's `key=value` overrides after `config=...` (a YAML: the nested keys)."""
+NATIVE_DIALECTS = ("examples/config.yaml",)
+MAIN_FILE = "easyr1_config.yaml"
+
+
+def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, Any]:
+    """Dotted EasyR1 config key → value: what `export_spec` writes, and what `fit --from easyr1
+    --write` patches into the user's YAML or overrides (one mapping for both)."""
+    return C.flatten_keys(_spec_to_config(spec))
+
+
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     """An EasyR1 config (examples/config.yaml layout) with the memory knobs set."""
+    return [C.write_new_file(out_dir / name, text, force) for name, text in render_files(spec).items()]
+
+
+def render_files(spec: Any) -> dict[str, str]:
     head = N.header([
         f"EasyR1 config written by `oomless export --to easyr1` for {spec.model}.",
         "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
         "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
         "Fill in data.train_files / data.val_files and worker.reward before training.",
     ])
-    return [C.write_new_file(out_dir / "easyr1_config.yaml", head + N.dump_yaml(_spec_to_config(spec)), force)]
+    return {MAIN_FILE: head + N.dump_yaml(_spec_to_config(spec))}
 
 
 def _spec_to_config(spec: Any) -> dict[str, Any]:
@@ -37,7 +53,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "placement.groups", (None,), fw)
     dist, ro, ft = spec.distribution, spec.rollout, spec.finetune
     if dist.offload_params != dist.offload_optimizer:
-        raise InputError("distribution.offload_params", "EasyR1 offloads parameters and optimizer together (fsdp.enable_cpu_offload)")
+        C.cannot_express("distribution.offload_params", "EasyR1 offloads parameters and optimizer together (fsdp.enable_cpu_offload)")
     world, micro = spec.hardware.gpus_per_node * spec.hardware.num_nodes, spec.batch.micro_batch_size
     model: dict[str, Any] = {"model_path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
                              "freeze_vision_tower": spec.vision.freeze_tower}

@@ -18,30 +18,42 @@ from .. import common as C
 from .reader import CLASSIC, DOTTED, FLAG
 
 
+NATIVE_STYLE = "flags"
+"""`train_ppo_ray --flag value`; a switch (store_true) is present for True, absent for False."""
+NATIVE_DIALECTS = (DOTTED, CLASSIC)
+MAIN_FILE = "train_ppo_ray.sh"
+
+
+def native_settings(spec: Any, dialect: str = DOTTED) -> dict[str, Any]:
+    """`train_ppo_ray` flag (with its dashes) → value in the flag spelling of ``dialect`` (0.11
+    dotted or 0.10 classic): what `export_spec` writes, and what `fit --from openrlhf --write`
+    patches into the user's script (one mapping for both). None: the flag is left out."""
+    canon, dotted = _canonical(spec), dialect == DOTTED
+    out = {FLAG[key][1 if dotted else 0]: value for key, value in canon.items() if FLAG[key][1 if dotted else 0] is not None}
+    world = spec.hardware.num_nodes * canon.get("actor_gpus_per_node", spec.hardware.gpus_per_node)
+    train = world * spec.batch.micro_batch_size
+    names = ("--train.batch_size", "--rollout.batch_size") if dotted else ("--train_batch_size", "--rollout_batch_size")
+    out.update({names[0]: train, names[1]: -(-train // spec.batch.num_generations)})
+    return out
+
+
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    canon = _canonical(spec)
-    paths = []
-    for name, version, dotted in (("train_ppo_ray.sh", DOTTED, True), ("train_ppo_ray_classic.sh", CLASSIC, False)):
-        paths.append(C.write_new_file(out_dir / name, _script(spec, canon, version, dotted), force))
-    return paths
+    return [C.write_new_file(out_dir / name, text, force) for name, text in render_files(spec).items()]
 
 
-def _script(spec: Any, canon: dict[str, Any], version: str, dotted: bool) -> str:
+def render_files(spec: Any) -> dict[str, str]:
+    return {name: _script(spec, version, dotted)
+            for name, version, dotted in ((MAIN_FILE, DOTTED, True), ("train_ppo_ray_classic.sh", CLASSIC, False))}
+
+
+def _script(spec: Any, version: str, dotted: bool) -> str:
     lines = []
-    for key, value in canon.items():
-        flag = FLAG[key][1 if dotted else 0]
-        if flag is None:
-            continue
+    for flag, value in native_settings(spec, DOTTED if dotted else CLASSIC).items():
         if value is True:
             lines.append(flag)
         elif value is not False and value is not None:
             words = value if isinstance(value, list) else [value]
             lines.append(" ".join([flag, *(shlex.quote(str(w)) for w in words)]))
-    world = spec.hardware.num_nodes * canon.get("actor_gpus_per_node", spec.hardware.gpus_per_node)
-    train = world * spec.batch.micro_batch_size
-    rollout = -(-train // spec.batch.num_generations)
-    names = ("--train.batch_size", "--rollout.batch_size") if dotted else ("--train_batch_size", "--rollout_batch_size")
-    lines += [f"{names[0]} {train}", f"{names[1]} {rollout}"]
     head = N.header([f"openrlhf=={version}", f"OpenRLHF {version} launch written by `oomless export --to openrlhf` for {spec.model}.",
                      "Add your dataset (--data.prompt_dataset / --prompt_data) and reward before training."])
     body = " \\\n    ".join(["python3 -m openrlhf.cli.train_ppo_ray", *lines])
@@ -75,7 +87,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
     groups = _groups(spec)
     colocate_all = engine == "vllm_colocate"
     if colocate_all and len(groups) != 1:
-        raise InputError("placement.groups", "OpenRLHF colocates vLLM only with every model in one group (colocate_all)")
+        C.cannot_express("placement.groups", "OpenRLHF colocates vLLM only with every model in one group (colocate_all)")
     by_role = {role: g for g in groups for role in g}
     per_node = _gpus_per_group(spec)
     c: dict[str, Any] = {"pretrain": spec.model, "colocate_all": colocate_all,
@@ -87,7 +99,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
     if engine != "hf":
         vllm_gpus = per_node[by_role["vllm"]] * hw.num_nodes
         if vllm_gpus % ro.tensor_parallel_size:
-            raise InputError("rollout.tensor_parallel_size", f"{ro.tensor_parallel_size} does not divide the {vllm_gpus} vLLM GPUs")
+            C.cannot_express("rollout.tensor_parallel_size", f"{ro.tensor_parallel_size} does not divide the {vllm_gpus} vLLM GPUs")
         c.update(vllm_engines=vllm_gpus // ro.tensor_parallel_size, vllm_tp=ro.tensor_parallel_size,
                  vllm_util=ro.gpu_memory_utilization, vllm_sleep=colocate_all and ro.sleep_level > 0,
                  enforce_eager=ro.enforce_eager)
@@ -117,7 +129,7 @@ def _training_flags(spec: Any, algorithm: str) -> dict[str, Any]:
                          "max_new_tokens": lengths.max_completion_tokens, "init_kl": spec.kl_beta,
                          "estimator": {"ppo": "gae", "rloo": "rloo"}.get(algorithm, "group_norm")}
     if spec.rollout.max_model_len not in (None, c["max_len"]):
-        raise InputError("rollout.max_model_len", f"OpenRLHF 0.9+ sets vLLM's max_model_len to max_len ({c['max_len']})")
+        C.cannot_express("rollout.max_model_len", f"OpenRLHF 0.9+ sets vLLM's max_model_len to max_len ({c['max_len']})")
     if ft.method.value != "full":
         c.update(lora_rank=ft.lora_rank, lora_alpha=int(ft.lora_alpha), lora_dropout=ft.lora_dropout or None,
                  lora_targets=ft.lora_targets if isinstance(ft.lora_targets, list) else ["all-linear"],

@@ -9,8 +9,24 @@ from .. import common as C
 from .keys import DEFAULTS
 
 
+NATIVE_STYLE = "python"
+"""Fields of the experiment's `PPOExpConfig` dataclass: `name: type = literal`."""
+NATIVE_DIALECTS = ("0.1.0",)
+MAIN_FILE = "orz_ppo_exp.py"
+
+
+def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, Any]:
+    """`PPOExpConfig` field → value: what `export_spec` writes, and what `fit --from orz --write`
+    patches into the user's experiment file (one mapping for both)."""
+    return _spec_to_fields(spec)
+
+
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     """A playground script whose `PPOExpConfig` sets the memory knobs (ORZ's own layout)."""
+    return [C.write_new_file(out_dir / name, text, force) for name, text in render_files(spec).items()]
+
+
+def render_files(spec: Any) -> dict[str, str]:
     fields = _spec_to_fields(spec)
     body = "".join(f"    {k}: {_annotation(k, v)} = {v!r}\n" for k, v in fields.items())
     text = (
@@ -21,7 +37,7 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
         "@dataclass\nclass PPOExpConfig(BasePPOExpConfig):\n" + body +
         '\n\nif __name__ == "__main__":\n    exp = PPOExp().set_cfg(PPOExpConfig())\n    asyncio.run(exp.run())\n'
     )
-    return [C.write_new_file(out_dir / "orz_ppo_exp.py", text, force)]
+    return {MAIN_FILE: text}
 
 
 def _annotation(key: str, value: Any) -> str:
@@ -50,12 +66,12 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     nodes, ro = spec.hardware.num_nodes, spec.rollout
     roles = {r: (g, n) for g, n in groups for r in g}
     if "reference" not in roles:
-        raise InputError("placement.groups", "ORZ always loads a reference model; place the reference role")
+        C.cannot_express("placement.groups", "ORZ always loads a reference model; place the reference role")
     colocate = engine == "vllm_colocate"
     C.require(spec, "placement.offload_idle_models", (colocate,), fw)
     C.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
     if colocate and (len(groups) != 1 or ro.tensor_parallel_size != 1):
-        raise InputError("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
+        C.cannot_express("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
     f: dict[str, Any] = {"colocate_all": colocate}
     for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
         if role in roles:

@@ -75,6 +75,40 @@ def _with_hardware(imported: dict[str, Any], spec: RunSpec) -> dict[str, Any]:
     return {**imported, "hardware": hardware}
 
 
+NATIVE_STYLE = "flags"
+"""`swift rlhf --flag value`."""
+NATIVE_DIALECTS = CANDIDATES
+MAIN_FILE = SCRIPT_NAME
+
+
+def native_settings(spec: RunSpec, dialect: tuple[int, ...] = SF.LATEST) -> dict[str, Any]:
+    """`swift rlhf` flag → value for ms-swift ``dialect``: the flags `render` writes, and what
+    `fit --from swift --write` patches into the user's script (one mapping for both). A section
+    the release cannot express is recorded with `common.cannot_express` and left out."""
+    from ..common import cannot_express
+
+    arch, profile, out = load_model(spec.model), SF.Profile(dialect), {}
+    for section in (lambda: _finetune(spec, profile), lambda: _precision_and_distribution(spec, profile, {}),
+                    lambda: _training(spec, arch, profile), lambda: _rollout(spec, arch, profile)[2]):
+        try:
+            out.update(section())
+        except _CannotExpress as err:
+            cannot_express(err.field, f"ms-swift {version_text(dialect)} cannot express {err.why}")
+    return out
+
+
+def render_files(spec: RunSpec) -> dict[str, str]:
+    """The newest release's files that read back to ``spec``, else the newest release's files
+    (`adapters.patch.export` then names every field they do not say)."""
+    try:
+        return export_files(spec)
+    except InputError:
+        try:
+            return render(spec, load_model(spec.model), SF.Profile(CANDIDATES[0]))
+        except _CannotExpress as err:
+            raise InputError(err.field, f"ms-swift {version_text(CANDIDATES[0])} cannot express {err.why}") from None
+
+
 def render(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> dict[str, str]:
     files: dict[str, str] = {}
     flags: list[tuple[str, str | list[str]]] = [

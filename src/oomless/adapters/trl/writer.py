@@ -53,11 +53,29 @@ def _directive(spec: RunSpec) -> str:
             f"max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
 
 
+NATIVE_STYLE = "flags"
+"""How a launch script spells a key: `--key value` (a `trl grpo --config` YAML: `key: value`)."""
+NATIVE_DIALECTS = (LATEST,)
+MAIN_FILE = LAUNCH_NAME
+"""The file `oomless plan --from trl` reads of the exported set."""
+
+
+def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any]:
+    """GRPOConfig / ModelConfig key → value: what `render` writes into grpo_config.yaml, and what
+    `fit --from trl --write` patches into the user's YAML or launch flags (one mapping for both).
+    A key left out takes TRL's default."""
+    return {**_model(spec), **_training(spec), **_rollout(spec)}
+
+
+def render_files(spec: RunSpec) -> dict[str, str]:
+    """The files without the read-back check (`adapters.patch.export` does it, naming every field)."""
+    return render(spec)
+
+
 def render(spec: RunSpec) -> dict[str, str]:
     files: dict[str, str] = {}
     train_gpus = spec.hardware.gpus_per_node - (spec.rollout.num_gpus if spec.rollout.engine == RolloutEngine.vllm_separate else 0)
-    config = {**_model(spec), **_training(spec), **_rollout(spec), "accelerate_config": ACCELERATE_NAME,
-              "output_dir": "output", "report_to": "none"}
+    config = {**native_settings(spec), "accelerate_config": ACCELERATE_NAME, "output_dir": "output", "report_to": "none"}
     accelerate = _accelerate(spec, train_gpus, files)
     plan = f"oomless plan --from trl {LAUNCH_NAME} --gpu {spec.hardware.gpu or '<GPU>'}"
     if spec.hardware.host_ram_gib is not None:

@@ -14,8 +14,25 @@ from .reader import R
 CONFIG_NAME = "verl_ppo"
 
 
+NATIVE_STYLE = "hydra"
+"""A launch script's `key=value` overrides (a YAML: the nested keys)."""
+NATIVE_DIALECTS = (VERSION,)
+MAIN_FILE = f"{CONFIG_NAME}.yaml"
+
+
+def native_settings(spec: Any, dialect: str = VERSION) -> dict[str, Any]:
+    """Dotted verl config key → value: what `export_spec` writes into its Hydra config, and what
+    `fit --from verl --write` patches into the user's overrides or YAML (one mapping for both)."""
+    config = _spec_to_config(spec)
+    return C.flatten_keys({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+
+
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     """A Hydra config over verl's `ppo_trainer` with the memory knobs set, and its launch line."""
+    return [C.write_new_file(out_dir / name, text, force) for name, text in render_files(spec).items()]
+
+
+def render_files(spec: Any) -> dict[str, str]:
     config = _spec_to_config(spec)
     head = N.header([
         f"verl {VERSION} config written by `oomless export --to verl` for {spec.model}.",
@@ -23,10 +40,9 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
         "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
         "Fill in data.train_files / data.val_files and the reward function before training.",
     ])
-    yaml_path = C.write_new_file(out_dir / f"{CONFIG_NAME}.yaml", head + N.dump_yaml(config), force)
     script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}"]) + 'cd "$(dirname "$0")"\n'
               f"python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME} \"$@\"\n")
-    return [yaml_path, C.write_new_file(out_dir / "run_verl.sh", script, force)]
+    return {f"{CONFIG_NAME}.yaml": head + N.dump_yaml(config), "run_verl.sh": script}
 
 
 def _spec_to_config(spec: Any) -> dict[str, Any]:
@@ -42,7 +58,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "placement.process_per_role", (False,), fw)
     dist, ro, lora = spec.distribution, spec.rollout, spec.finetune.method.value == "lora"
     if dist.offload_params != dist.offload_optimizer:
-        raise InputError("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
+        C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
     C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
     world = spec.hardware.gpus_per_node * spec.hardware.num_nodes

@@ -11,8 +11,20 @@ from .. import common as C
 from .keys import DEFAULTS
 
 
+NATIVE_STYLE = "flags"
+"""`grpo_jsonl.py --flag value` (HfArgumentParser)."""
+NATIVE_DIALECTS = ("main",)
+MAIN_FILE = "run_vlmr1.sh"
+
+
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     """A torchrun launch of VLM-R1's grpo_jsonl.py, plus the DeepSpeed JSON it names."""
+    return [C.write_new_file(out_dir / name, text, force) for name, text in render_files(spec).items()]
+
+
+def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, Any]:
+    """`--flag` → value: what `export_spec` writes, and what `fit --from vlmr1 --write` patches
+    into the user's script (one mapping for both)."""
     fw = "vlmr1"
     strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
     C.require(spec, "rollout.engine", ("hf",), fw)
@@ -21,7 +33,7 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
     C.require(spec, "finetune.method", ("full", "lora"), fw)
     b, dist = spec.batch, spec.distribution
     if b.micro_batch_size % b.num_generations:
-        raise InputError("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
+        C.cannot_express("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
                          "(VLM-R1 counts per_device_train_batch_size in prompts)")
     flags: dict[str, Any] = {
         "model_name_or_path": spec.model, "per_device_train_batch_size": b.micro_batch_size // b.num_generations,
@@ -39,17 +51,24 @@ def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
         flags.update(use_peft="true", lora_r=ft.lora_rank, lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout)
         if isinstance(ft.lora_targets, list):
             flags["lora_target_modules"] = ",".join(ft.lora_targets)
-    paths = []
     if strategy != "ddp":
         flags["deepspeed"] = f"{strategy}.json"
-        paths.append(C.write_new_file(out_dir / f"{strategy}.json", json.dumps(_deepspeed_json(strategy, dist), indent=2) + "\n", force))
-    lines = [f"--{k} {v}" for k, v in flags.items()]
+    return {f"--{k}": v for k, v in flags.items()}
+
+
+def render_files(spec: Any) -> dict[str, str]:
+    flags = native_settings(spec)
+    files = {}
+    strategy = spec.distribution.strategy.value
+    if "--deepspeed" in flags:
+        files[flags["--deepspeed"]] = json.dumps(_deepspeed_json(strategy, spec.distribution), indent=2) + "\n"
+    lines = [f"{k} {v}" for k, v in flags.items()]
     hw = spec.hardware
     script = ("#!/bin/bash\n" + N.header([f"VLM-R1 launch written by `oomless export --to vlmr1` for {spec.model}.",
                                            "Run from src/open-r1-multimodal; add --dataset_name/--image_root and --output_dir."])
               + 'cd "$(dirname "$0")"\n'
               + " \\\n    ".join([f"torchrun --nproc_per_node={hw.gpus_per_node} --nnodes={hw.num_nodes} src/open_r1/grpo_jsonl.py", *lines]) + "\n")
-    return [C.write_new_file(out_dir / "run_vlmr1.sh", script, force), *paths]
+    return {MAIN_FILE: script, **files}
 
 
 def _deepspeed_json(strategy: str, dist: Any) -> dict[str, Any]:
