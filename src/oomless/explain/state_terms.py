@@ -1,0 +1,186 @@
+"""Formulas of the model states on a GPU: weights, master weights, optimizer states, gradients,
+ZeRO-3's persistent and gathered parameters, DeepSpeed's reduce buckets, fp32 gradients.
+
+Each mirrors `planner.roles` (`trainable_model`, `frozen_model`) on the values the plan's
+`RoleModel` holds; Ψ_t is the model's trainable parameters, N its shards (its group's GPUs ×
+nodes). ZeRO paper: Rajbhandari et al. 2020 (arXiv 1910.02054) §3.1 (2Ψ + 2Ψ + KΨ), §5.
+"""
+
+from __future__ import annotations
+
+from ..memory import constants as C
+from ..memory import params as P
+from ..memory import states as S
+from ..planner import roles as R
+from ..spec.run import Finetune, FinetuneMethod, Optimizer, Precision, Role, Strategy
+from .context import ROLE_OF_PREFIX, Ctx
+from .formula import Formula, Input, code_ref, constant, constant_doc, doc_source, fn_input
+from .registry import gpu
+
+ROLES = "(policy|reference|critic|reward)"
+ZERO_PAPER = "ZeRO paper (Rajbhandari et al. 2020, arXiv 1910.02054) §3.1 and §5"
+
+
+def _finetune(ctx: Ctx, role: Role) -> Finetune:
+    return ctx.spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full)
+
+
+def _shards(m: R.RoleModel) -> Input:
+    return Input("N", m.num_shards, "shards of the model: GPUs of its group(s) × nodes")
+
+
+def _psi_t(m: R.RoleModel) -> Input:
+    return Input("Psi_t", m.num_trainable, "trainable parameters Ψ_t")
+
+
+def _sharding_source() -> str:
+    return constant_doc(S, "SHARDING")[0].removeprefix("Source: ")
+
+
+def _sharded(symbol: str, sharded: bool) -> str:
+    return f"ceil({symbol} / N)" if sharded else symbol
+
+
+def _unsharded_weights(ctx: Ctx, role: Role) -> Input:
+    """W: the model's weights on one unsharded replica, with how they are made up."""
+    spec, m = ctx.spec, ctx.model(role)
+    if m.trainable and R.fsdp_fp32_params(spec, _finetune(ctx, role)):
+        f = Formula("Psi_t * FP32_BYTES", (_psi_t(m), constant(C, "FP32_BYTES")),
+                    doc_source(R.fsdp_fp32_params), code_ref(R.fsdp_fp32_params))
+    elif role == Role.actor:
+        psi_t = S.num_trainable_parameters(m.arch, spec.finetune)
+        frozen = S.frozen_weight_bytes(m.arch, spec.finetune)
+        f = Formula("frozen + Psi_t * BF16_BYTES", (
+            fn_input("frozen", frozen, S.frozen_weight_bytes, "frozen base (LoRA bf16, QLoRA NF4, or a pre-quantized checkpoint); 0 for full fine-tuning"),
+            Input("Psi_t", psi_t, "trainable parameters (all, or the LoRA adapters)"), constant(C, "BF16_BYTES"),
+        ), f"{ZERO_PAPER}; {doc_source(S.frozen_weight_bytes) or 'QLoRA paper §3'}", code_ref(S.policy_weight_bytes))
+    elif role == Role.reference:
+        f = Formula("Psi * BF16_BYTES", (fn_input("Psi", P.num_parameters(m.arch), P.num_parameters, "parameters of the model"),
+                                         constant(C, "BF16_BYTES")), doc_source(R.frozen_model) or ZERO_PAPER, code_ref(R.role_models))
+    else:
+        f = Formula("Psi_v * BF16_BYTES", (fn_input("Psi_v", R.num_value_model_parameters(m.arch), R.num_value_model_parameters,
+                                                    "value model parameters: the LM body without its head, plus hidden → 1"),
+                                           constant(C, "BF16_BYTES")), doc_source(R.num_value_model_parameters), code_ref(R.role_models))
+    return Input("W", m.weights_full, "unsharded weights of the model", formula=f)
+
+
+@gpu(rf"{ROLES}\.weights")
+def weights(ctx: Ctx, name: str) -> Formula:
+    role = ROLE_OF_PREFIX[name.split(".")[0]]
+    m = ctx.model(role)
+    sharded = S.SHARDING[ctx.spec.distribution.strategy].weights
+    return Formula(_sharded("W", sharded), (_unsharded_weights(ctx, role), _shards(m)),
+                   f"{ZERO_PAPER}: 2 bytes per bf16 weight; {_sharding_source()}",
+                   code_ref(R.trainable_model if m.trainable else R.frozen_model))
+
+
+@gpu(rf"{ROLES}\.persistent_params")
+def persistent_params(ctx: Ctx, name: str) -> Formula:
+    m = ctx.model(ROLE_OF_PREFIX[name.split(".")[0]])
+    threshold = R.deepspeed_value(ctx.spec.distribution.stage3_param_persistence_threshold, m.arch, R.AUTO_PERSISTENCE_THRESHOLD)
+    return Formula("small * BF16_BYTES * (N - 1) // N", (
+        fn_input("small", P.num_small_parameters(m.arch, threshold), P.num_small_parameters,
+                 f"parameters in tensors of at most {threshold:,} elements (stage3_param_persistence_threshold)"),
+        constant(C, "BF16_BYTES"), _shards(m),
+    ), doc_source(R._persistent), code_ref(R._persistent))
+
+
+@gpu(rf"{ROLES}\.master_weights")
+def master_weights(ctx: Ctx, name: str) -> Formula:
+    m = ctx.model(ROLE_OF_PREFIX[name.split(".")[0]])
+    sharded = S.SHARDING[ctx.spec.distribution.strategy].optimizer
+    return Formula(_sharded("Psi_t * MASTER_BYTES", sharded), (
+        _psi_t(m), fn_input("MASTER_BYTES", S.master_bytes_per_param(ctx.spec.precision), S.master_bytes_per_param,
+                            "fp32 master copy per trainable parameter"), _shards(m),
+    ), f"{doc_source(S.master_bytes_per_param)}; {_sharding_source()}", code_ref(R.trainable_model))
+
+
+def _optimizer_states_unsharded(ctx: Ctx, role: Role) -> Input:
+    spec, m = ctx.spec, ctx.model(role)
+    total = S.optimizer_state_bytes(m.arch, _finetune(ctx, role), spec.optimizer, spec.precision, m.num_trainable)
+    if spec.optimizer == Optimizer.adamw:
+        dtype = C.BF16_BYTES if spec.precision == Precision.bf16 else C.FP32_BYTES
+        f = Formula("Psi_t * ADAM_NUM_STATES * state_bytes", (
+            _psi_t(m), constant(C, "ADAM_NUM_STATES"),
+            Input("state_bytes", dtype, "bytes per state: fp32, or bf16 under pure bf16 (torch keeps states in the parameter dtype)"),
+        ), "torch.optim.AdamW (exp_avg, exp_avg_sq); " + ZERO_PAPER, code_ref(S.optimizer_state_bytes))
+        return Input("S", total, "optimizer states of all trainable parameters, unsharded", formula=f)
+    return fn_input("S", total, S.optimizer_state_bytes, f"{spec.optimizer.value} states of all trainable parameters, unsharded")
+
+
+@gpu(rf"{ROLES}\.optimizer_states")
+def optimizer_states(ctx: Ctx, name: str) -> Formula:
+    role = ROLE_OF_PREFIX[name.split(".")[0]]
+    m = ctx.model(role)
+    sharded = S.SHARDING[ctx.spec.distribution.strategy].optimizer
+    source = {
+        Optimizer.adamw: "torch.optim.AdamW", Optimizer.adamw_8bit: constant_doc(C, "ADAM_8BIT_BLOCK_SIZE")[0],
+        Optimizer.adafactor: "Shazeer & Stern 2018 (arXiv 1804.04235) §3", Optimizer.sgd: "torch.optim.SGD (momentum 0)",
+    }[ctx.spec.optimizer]
+    return Formula(_sharded("S", sharded), (_optimizer_states_unsharded(ctx, role), _shards(m)),
+                   f"{source}; {_sharding_source()}", code_ref(S.optimizer_state_bytes))
+
+
+@gpu(rf"{ROLES}\.grads")
+def grads(ctx: Ctx, name: str) -> Formula:
+    role = ROLE_OF_PREFIX[name.split(".")[0]]
+    m = ctx.model(role)
+    sharded = S.SHARDING[ctx.spec.distribution.strategy].grads
+    if R.fsdp_fp32_params(ctx.spec, _finetune(ctx, role)):
+        per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.fsdp_fp32_params)
+    else:
+        per = fn_input("GRAD_BYTES", S.grad_bytes_per_param(ctx.spec.precision), S.grad_bytes_per_param, "gradient bytes per trainable parameter")
+        source = doc_source(S.grad_bytes_per_param)
+    return Formula(_sharded("Psi_t * GRAD_BYTES", sharded), (_psi_t(m), per, _shards(m)),
+                   f"{source}; {_sharding_source()}", code_ref(R.trainable_model))
+
+
+@gpu(r"zero\.reduce_buckets")
+def reduce_buckets(ctx: Ctx, name: str) -> Formula:
+    """One bucket per trainable model whose states list it in this phase (actor and critic may both)."""
+    spec, inputs, terms = ctx.spec, [], []
+    for role in ctx.planner.models if ctx.planner else ():
+        if not any(c.name == name for c in ctx.states_of(role)):
+            continue
+        m = ctx.model(role)
+        size = R.deepspeed_value(spec.distribution.reduce_bucket_size, m.arch, R.AUTO_REDUCE_BUCKET)
+        buffers = 1 if spec.distribution.strategy == Strategy.zero3 else (2 if spec.distribution.overlap_comm else 1)
+        p = role.value
+        inputs += [Input(f"bucket_{p}", size, f"reduce_bucket_size of the {p} in elements ('auto' = h²)", source=doc_source(R.deepspeed_value)),
+                   Input(f"buffers_{p}", buffers, "buffers: 2 with overlap_comm under ZeRO-1/2, else 1")]
+        terms.append(f"bucket_{p} * BF16_BYTES * buffers_{p}")
+    inputs.append(constant(C, "BF16_BYTES"))
+    return Formula(" + ".join(terms), tuple(inputs),
+                   "deepspeed/runtime/zero/stage_1_and_2.py (ipg_buffer, _release_ipg_buffers), stage3.py (one buffer "
+                   f"from init); {doc_source(R.deepspeed_value)}", code_ref(R._reduce_bucket))
+
+
+@gpu(r"zero\.gathered_params")
+def gathered_params(ctx: Ctx, name: str) -> Formula:
+    assert ctx.role is not None
+    m = ctx.model(ctx.role)
+    dist, arch = ctx.spec.distribution, m.arch
+    layer = Input("layer", P.num_decoder_layer_parameters(arch) // arch.num_layers, "parameters of one decoder layer",
+                  source=doc_source(P.num_decoder_layer_parameters), code=code_ref(P.num_decoder_layer_parameters))
+    largest = fn_input("largest", P.num_largest_module_parameters(arch), P.num_largest_module_parameters, "parameters of the largest module")
+    if dist.strategy == Strategy.fsdp:
+        return Formula("2 * max(layer, largest) * BF16_BYTES", (layer, largest, constant(C, "BF16_BYTES")),
+                       "PyTorch FSDP docs (BACKWARD_PRE prefetch: the current and the next unit unsharded)", code_ref(R._gathered))
+    prefetch = R.deepspeed_value(dist.stage3_prefetch_bucket_size, arch, R.AUTO_PREFETCH_BUCKET)
+    return Formula("min(max(largest, layer + prefetch), max_live) * BF16_BYTES", (
+        largest, layer, Input("prefetch", prefetch, "stage3_prefetch_bucket_size ('auto' = 0.9 h²)"),
+        Input("max_live", dist.stage3_max_live_parameters, "stage3_max_live_parameters"), constant(C, "BF16_BYTES"),
+    ), doc_source(R._gathered), code_ref(R._gathered))
+
+
+@gpu(r"optimizer\.fp32_grads")
+def fp32_grads(ctx: Ctx, name: str) -> Formula:
+    assert ctx.role is not None
+    m, dist = ctx.model(ctx.role), ctx.spec.distribution
+    inputs = (_psi_t(m), constant(C, "FP32_BYTES"), _shards(m))
+    source = doc_source(S.fp32_grad_partition_bytes)
+    if dist.strategy == Strategy.zero3:
+        return Formula("min(ceil(Psi_t * FP32_BYTES / N), sub_group_size * FP32_BYTES)",
+                       (*inputs, Input("sub_group_size", dist.sub_group_size, "ZeRO-3 sub_group_size (elements per optimizer sub-group)")),
+                       f"{source}; deepspeed/runtime/zero/stage3.py (_prepare_fp32_grad_for_sub_group)", code_ref(R._fp32_grads))
+    return Formula("ceil(Psi_t * FP32_BYTES / N)", inputs, source, code_ref(R._fp32_grads))

@@ -1,0 +1,232 @@
+"""Formulas of the work of a phase: activations, masks, the vision tower, Ulysses buffers,
+logits, the backward transient, accumulating gradients, and weight sync's temporaries.
+
+They mirror `GroupPlanner.forward_work`/`training_work`/`weight_sync` on the micro-batch the
+plan holds (`RunShape.train_batch`, `logprob_batch`): b rows of s tokens, c logit rows.
+"""
+
+from __future__ import annotations
+
+from ..memory import activation_attention as AA
+from ..memory import activations as A
+from ..memory import constants as C
+from ..memory import logits as L
+from ..memory import params as P
+from ..planner import gpu_phases as GP
+from ..planner import vision_terms as VT
+from ..spec.run import FinetuneMethod, LogitsMode, Role
+from .context import Ctx
+from .formula import Formula, Input, code_ref, constant, doc_source, fn_input
+from .registry import gpu
+
+
+def _training(ctx: Ctx) -> bool:
+    return ctx.phase in ("train", "critic_train")
+
+
+def _batch(ctx: Ctx):  # noqa: ANN202 - MicroBatch
+    return ctx.shape.train_batch if _training(ctx) else ctx.shape.logprob_batch
+
+
+def _lora(ctx: Ctx) -> int:
+    return GP.lora_per_token(ctx.spec, ctx.model(Role.actor).arch) if ctx.role == Role.actor else 0
+
+
+def _bs(ctx: Ctx) -> tuple[Input, Input]:
+    mb = _batch(ctx)
+    return (Input("b", mb.num_rows, "rows of the micro-batch (1 when packed)"),
+            Input("s", mb.row_len, "tokens per row (this GPU's share under sequence parallelism)"))
+
+
+@gpu(r"activations")
+def activations(ctx: Ctx, name: str) -> Formula:
+    assert ctx.role is not None
+    arch, spec, mb = ctx.model(ctx.role).arch, ctx.spec, _batch(ctx)
+    b, s = _bs(ctx)
+    if not _training(ctx):
+        return Formula("b * s * per_token", (b, s, fn_input("per_token", A.inference_layer_peak_bytes_per_token(arch), A.inference_layer_peak_bytes_per_token)),
+                       doc_source(A.inference_layer_peak_bytes_per_token), code_ref(A.inference_forward_peak_bytes))
+    attn, sp = spec.attention, mb.sequence_parallel_size
+    common = (
+        Input("L", arch.num_layers, "decoder layers"), b, s,
+        fn_input("rotary", A.rotary_table_bytes(arch, mb.row_len), A.rotary_table_bytes),
+        fn_input("head", A.head_saved_bytes_per_token(arch), A.head_saved_bytes_per_token),
+        fn_input("head_const", A.head_constant_bytes(arch), A.head_constant_bytes, "the final norm's weight copy"),
+    )
+    tail = " + rotary + b * s * head + head_const"
+    if spec.gradient_checkpointing:
+        return Formula("L * b * s * layer_input + shared" + tail, (
+            *common, fn_input("layer_input", A.checkpointed_layer_input_bytes_per_token(arch), A.checkpointed_layer_input_bytes_per_token),
+            fn_input("shared", A.checkpoint_shared_input_bytes(arch, attn, mb.num_rows, mb.row_len), A.checkpoint_shared_input_bytes),
+        ), doc_source(A.checkpointed_layer_input_bytes_per_token), code_ref(A.training_saved_activation_bytes))
+    return Formula("L * (b * layer_saved + layer_const)" + tail, (
+        *common,
+        fn_input("layer_saved", A.decoder_layer_saved_bytes_per_sequence(arch, attn, mb.row_len, _lora(ctx), sp),
+                 A.decoder_layer_saved_bytes_per_sequence, "what one decoder layer keeps for backward per row (norms, q/k norms, MLP, attention core, LoRA branches)"),
+        fn_input("layer_const", A.decoder_layer_constant_bytes(arch, attn), A.decoder_layer_constant_bytes),
+    ), "Korthikanti et al. 2022 (arXiv 2205.05198) §4.1, tensor by tensor from transformers' decoder (memory/activations.py); "
+       "checked against `oomless trace`", code_ref(A.training_saved_activation_bytes))
+
+
+@gpu(r"attention_mask")
+def attention_mask(ctx: Ctx, name: str) -> Formula:
+    b, s = _bs(ctx)
+    per = {"sdpa": 1 + A.B, "eager": A.B}.get(ctx.spec.attention.value, 0)
+    return Formula("b * s * s * mask_bytes", (b, s, Input("mask_bytes", per, f"bytes per mask element for {ctx.spec.attention.value} "
+                                                       "(sdpa: bool + its bf16 additive copy; eager: bf16)")),
+                   doc_source(A.dense_attention_mask_bytes), code_ref(A.dense_attention_mask_bytes))
+
+
+@gpu(r"vision\.activations")
+def vision_activations(ctx: Ctx, name: str) -> Formula:
+    assert ctx.role is not None
+    arch, mb = ctx.model(ctx.role).arch, _batch(ctx)
+    fn = VT.training_bytes if _training(ctx) else VT.inference_bytes
+    value = fn(ctx.spec, ctx.shape, arch, mb.num_sequences)
+    f = fn_input("tower", value, fn, f"vision tower over the images of {mb.num_sequences} sequences")
+    return Formula("tower", (f,), f.source or "memory/vision_towers.py (per-block terms of the ViT, traced)", f.code)
+
+
+@gpu(r"ulysses\.all_to_all")
+def ulysses(ctx: Ctx, name: str) -> Formula:
+    assert ctx.role is not None
+    arch = ctx.model(ctx.role).arch
+    b, s = _bs(ctx)
+    return Formula("ULYSSES_ALL_TO_ALL_COPIES * B * q * b * s", (
+        constant(AA, "ULYSSES_ALL_TO_ALL_COPIES"), Input("B", A.B, "bf16 bytes"),
+        Input("q", A.query_width(arch), "heads × head_dim"), b, s,
+    ), doc_source(A.ulysses_all_to_all_bytes), code_ref(A.ulysses_all_to_all_bytes))
+
+
+def _transient(ctx: Ctx) -> tuple[int, int]:
+    spec, mb, arch = ctx.spec, ctx.shape.train_batch, ctx.model(ctx.role).arch
+    args = (arch, spec.attention, spec.gradient_checkpointing, mb.num_rows, mb.row_len, _lora(ctx), mb.sequence_parallel_size)
+    return A.backward_transient_bytes(*args), A.ulysses_all_to_all_bytes(arch, mb.num_rows, mb.row_len, mb.sequence_parallel_size)
+
+
+@gpu(r"backward_recompute")
+def backward_recompute(ctx: Ctx, name: str) -> Formula:
+    transient, a2a = _transient(ctx)
+    return Formula("transient + all_to_all", (
+        fn_input("transient", transient, A.backward_transient_bytes),
+        fn_input("all_to_all", a2a, A.ulysses_all_to_all_bytes, "Ulysses' all-to-all buffers (0 without sequence parallelism)"),
+    ), doc_source(A.backward_transient_bytes), code_ref(A.backward_transient_bytes))
+
+
+def _logit_inputs(ctx: Ctx) -> tuple[Input, ...]:
+    mb, arch = _batch(ctx), ctx.model(ctx.role).arch
+    b, c, v = mb.num_rows, mb.logit_rows, arch.vocab_size
+    sym = (Input("b", b, "rows"), Input("c", c, "logit rows kept per row (completion tokens)"), Input("V", v, "vocabulary"))
+    e = Formula("b * c * V", sym, "memory/logits.py symbols", code_ref(L.training_logits_bytes))
+    e1 = Formula("b * (c + 1) * V", sym, "memory/logits.py symbols", code_ref(L.training_logits_bytes))
+    r = Formula("min(chunk_rows, b * c) * V", (*sym, Input("chunk_rows", ctx.spec.logits_chunk_rows, "logits_chunk_rows")),
+                "memory/logits.py symbols", code_ref(L.training_logits_bytes))
+    return (*sym, Input("h", arch.hidden_size, "hidden size"), Input("E", e.value, "logit elements b·c·V", formula=e),
+            Input("E1", e1.value, "logit elements b·(c+1)·V", formula=e1), Input("R", r.value, "elements of one chunk", formula=r),
+            Input("B", L.B, "bf16 bytes"), Input("F", L.F, "fp32 bytes"))
+
+
+LOGPROB = {
+    LogitsMode.full_bf16: "B * (E1 + E)",
+    LogitsMode.full_fp32: "max(B * E1 + F * E1, F * (E1 + E))",
+    LogitsMode.chunked: "max(B * (E1 + E), B * E + CHUNK_FORWARD_FP32_COPIES * F * R)",
+    LogitsMode.chunked_head: "B * b * c * h + work_buffer",
+    LogitsMode.fused: "c * V * (B + F)",
+}
+TRAINING = {
+    LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",
+    LogitsMode.full_fp32: "max(lm_input + softcap + max(B * E1 + F * E1, F * (E1 + E), FP32_GATHER_BACKWARD_COPIES * F * E), head_backward)",
+    LogitsMode.chunked: "max(lm_input + softcap + max(max(B * (E1 + E), B * E + CHUNK_FORWARD_FP32_COPIES * F * R), "
+                        "max(B * E + B * (E - R) + CHUNK_BACKWARD_FP32_COPIES * F * R, 2 * B * E, B * (E + E1))), head_backward)",
+    LogitsMode.chunked_head: "chunked_head",
+    LogitsMode.fused: "c * V * FUSED_SEQUENCE_BYTES_PER_LOGIT + grad_weight",
+}
+CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT")
+
+
+def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
+    mb, arch = ctx.shape.train_batch, ctx.model(Role.actor).arch
+    frozen = ctx.spec.finetune.method != FinetuneMethod.full
+    b, c, s = mb.num_rows, mb.logit_rows, mb.row_len
+    lm_input = fn_input("lm_input", 0 if frozen else L.lm_head_input_bytes(arch, b, c, s), L.lm_head_input_bytes,
+                        "the LM head's kept input (0 when the head is frozen)")
+    tied = fn_input("tied", 0 if frozen else A.tied_head_gradient_bytes(arch), A.tied_head_gradient_bytes,
+                    "tied LM head's weight gradient waiting for the embedding's (0 untied or frozen)")
+    base = _logit_inputs(ctx)
+    head = Formula("lm_input + B * E1 + tied + B * h * b * (c + 1)", (*base, lm_input, tied),
+                   "the LM head's backward (memory/logits.py)", code_ref(L.training_logits_bytes))
+    return (
+        *base, lm_input, tied, Input("head_backward", head.value, "the LM head's backward moment", formula=head),
+        fn_input("softcap", L._final_softcap_bytes(arch, b, c), L._final_softcap_bytes, "Gemma 2's soft-cap tensor (0 elsewhere)"),
+        fn_input("chunked_head", L.chunked_head_training_bytes(arch, b, c, s, frozen) if ctx.spec.logits == LogitsMode.chunked_head else 0,
+                 L.chunked_head_training_bytes),
+        fn_input("grad_weight", L.fused_grad_weight_bytes(arch), L.fused_grad_weight_bytes),
+    )
+
+
+def _used(expression: str, inputs: tuple[Input, ...]) -> tuple[Input, ...]:
+    import re
+
+    names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", expression))
+    return tuple(i for i in inputs if i.symbol in names)
+
+
+@gpu(r"logits")
+def logits(ctx: Ctx, name: str) -> Formula:
+    assert ctx.role is not None
+    mode = ctx.spec.logits
+    constants = tuple(constant(L, n) for n in CONSTANTS)
+    if _training(ctx):
+        expression, inputs, fn = TRAINING[mode], _training_logits_terms(ctx) + constants, L.training_logits_bytes
+    else:
+        mb, arch = _batch(ctx), ctx.model(ctx.role).arch
+        buffer = fn_input("work_buffer", L.head_work_buffer_bytes(mb.num_rows * mb.logit_rows), L.head_work_buffer_bytes)
+        expression, inputs, fn = LOGPROB[mode], _logit_inputs(ctx) + constants + (buffer,), L.logprob_logits_bytes
+    source = {LogitsMode.fused: doc_source(L.fused_grad_weight_bytes), LogitsMode.chunked_head: doc_source(L.chunked_head_training_bytes)}.get(
+        mode, "TRL trainer/utils.py selective_log_softmax, _get_per_token_logps_and_entropies (logits_to_keep = c + 1); "
+        "verl utils/torch_functional.py; traced moments (`oomless trace`, memory/logits.py)")
+    return Formula(expression, _used(expression, inputs), source, code_ref(fn), note=f"logits mode {mode.value}")
+
+
+@gpu(r"policy\.accumulating\.grads")
+def accumulating_grads(ctx: Ctx, name: str) -> Formula:
+    arch = ctx.model(Role.actor).arch
+    saved = sum(c.num_bytes for c in GP.GroupPlanner.training_work(ctx.planner, Role.actor) if c.category.value == "ACT")
+    transient, a2a = _transient(ctx)
+    mb = ctx.shape.train_batch
+    logit = L.training_logits_bytes(arch, ctx.spec.logits, mb.num_rows, mb.logit_rows, ctx.spec.logits_chunk_rows, mb.row_len, frozen_head=False)
+    first = "(saved + max(logits, transient))"
+    later = (f"max({first}, (TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD + 1) * g)" if arch.tie_word_embeddings
+             else "max(saved + max(logits + g, transient), g)")
+    g = Formula("B * V * h", (Input("B", L.B, "bf16 bytes"), Input("V", arch.vocab_size, "vocabulary"), Input("h", arch.hidden_size, "hidden")),
+                "a bf16 V×h weight gradient", code_ref(L.accumulating_gradient_bytes))
+    return Formula(f"{later} - {first}", (
+        Input("saved", saved, "saved activations of the micro-batch (activations + vision.activations)"),
+        Input("logits", logit, "the logits peak at the loss"), Input("transient", transient + a2a, "backward transient (+ Ulysses buffers)"),
+        Input("g", g.value, "a vocabulary-sized weight gradient", formula=g), constant(A, "TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD"),
+    ), doc_source(L.accumulating_gradient_bytes), code_ref(L.accumulating_gradient_bytes))
+
+
+@gpu(r"sync\.gathered_params")
+def sync_gathered(ctx: Ctx, name: str) -> Formula:
+    m, spec = ctx.model(Role.actor), ctx.spec
+    batches = spec.rollout.weight_sync_batches
+    if batches is None and spec.finetune.method == FinetuneMethod.full:
+        return Formula("largest * BF16_BYTES", (fn_input("largest", P.num_largest_module_parameters(m.arch), P.num_largest_module_parameters),
+                                                constant(C, "BF16_BYTES")),
+                       "TRL _move_model_to_vllm (full fine-tuning gathers one parameter at a time)", code_ref(GP.sync_gather_bytes))
+    return Formula("(W_full - W_shard) // batches", (
+        Input("W_full", m.weights_full, "the actor's unsharded weights"), Input("W_shard", m.weights, "this GPU's shard"),
+        Input("batches", batches or 1, "rollout.weight_sync_batches (ms-swift move_model_batches; 1: the whole model, as LoRA merges need)"),
+    ), "ms-swift move_model_batches; TRL _move_model_to_vllm; OpenRLHF broadcast_to_vllm", code_ref(GP.sync_gather_bytes))
+
+
+@gpu(r"sync\.lora_merge_delta")
+def lora_merge_delta(ctx: Ctx, name: str) -> Formula:
+    from ..memory import states as S
+
+    arch = ctx.model(Role.actor).arch
+    largest = max(s.in_features * s.out_features for s, _ in S.linear_shapes_with_layer_counts(arch))
+    return Formula("2 * out_x_in * FP32_BYTES", (Input("out_x_in", largest, "elements of the largest adapted linear (out × in)"),
+                                                 constant(C, "FP32_BYTES")),
+                   doc_source(GP.lora_merge_delta_bytes), code_ref(GP.lora_merge_delta_bytes))
