@@ -9,7 +9,7 @@ from oomless.fit.layouts import batch_splits, layouts
 from oomless.fit.overrides import apply, changed
 from oomless.fit.space import math_levels
 from oomless.spec.load import load_run, parse_spec
-from oomless.spec.run import Role
+from oomless.spec.run import Role, RolloutEngine
 from tests.helpers import BASE_SPEC, EXAMPLES, merged
 
 
@@ -44,13 +44,19 @@ def test_layouts_keep_the_total_gpu_count_and_start_with_the_input() -> None:
     assert found[0].overrides == {}
     for layout in found:
         assert sum(g.gpus_per_node for g in layout.groups) == run.spec.hardware.gpus_per_node
-        assert any(Role.vllm in g.roles for g in layout.groups)
     assert len({layout.groups for layout in found}) == len(found)
+    engines = {apply(run.spec, layout.overrides).rollout.engine for layout in found}
+    assert engines == {RolloutEngine.hf, RolloutEngine.vllm_colocate, RolloutEngine.vllm_separate}
 
 
-def test_hf_generate_runs_keep_their_engine() -> None:
+def test_hf_generate_runs_may_move_to_vllm_and_generate_layouts_hold_no_engine() -> None:
     run = load_run(EXAMPLES / "seeds" / "s3-before.yaml")
-    assert [layout.label for layout in layouts(run.spec)] == ["as given"]
+    found = layouts(run.spec)
+    assert found[0].label == "as given" and not any(Role.vllm in g.roles for g in found[0].groups)
+    assert any(Role.vllm in g.roles for layout in found[1:] for g in layout.groups)
+    for layout in found:
+        spec = apply(run.spec, layout.overrides)
+        assert (spec.rollout.engine == RolloutEngine.hf) == (layout.vllm_gpus_per_node == 0)
 
 
 def test_math_moves_only_with_allow() -> None:

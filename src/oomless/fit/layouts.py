@@ -47,16 +47,24 @@ def _separate(k: int) -> Overrides:
     }
 
 
+HF_GENERATE: Overrides = {
+    "rollout.engine": RolloutEngine.hf, "placement.groups": None, "rollout.sleep_level": 0,
+    "rollout.offload_model": False, "rollout.offload_optimizer": False,
+}
+"""Rollouts by transformers `generate` inside the training processes (TRL/VLM-R1 `use_vllm`
+false): no engine budget, slower generation."""
+
+
 def layouts(spec: RunSpec) -> list[Layout]:
-    """The input's layout first, then vLLM colocated on every GPU and vLLM on k GPUs of its own
-    (HF-generate runs keep their layout: switching engines is not a memory knob)."""
+    """The input's layout first, then vLLM colocated on every GPU, vLLM on k GPUs of its own,
+    and generation by the trainer itself (HF generate). The rollout engine changes how
+    completions are sampled, not what is trained on them."""
     out = [Layout("as given", {}, placement_groups(spec))]
-    if spec.rollout.engine == RolloutEngine.hf:
-        return out
     gpus = spec.hardware.gpus_per_node
     candidates = [("vLLM colocated on all GPUs", {"rollout.engine": RolloutEngine.vllm_colocate, "placement.groups": None})]
     counts = sorted({k for k in (*SEPARATE_GPU_COUNTS, spec.rollout.num_gpus) if 1 <= k < gpus})
     candidates += [(f"vLLM on {k} GPU{'s' if k > 1 else ''} per node of its own", _separate(k)) for k in counts]
+    candidates.append(("HF generate in the trainer (no vLLM)", HF_GENERATE))
     seen = {out[0].groups}
     for label, overrides in candidates:
         groups = placement_groups(apply(spec, overrides))

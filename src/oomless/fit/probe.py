@@ -28,7 +28,7 @@ from ..catalog.models import ModelArch
 from ..memory import vllm as V
 from ..perf import step as S
 from ..perf.hardware import GpuPerf
-from ..planner.plan import Plan, make_plan
+from ..planner.plan import Constraint, Plan, make_plan
 from ..planner.roles import Group, placement_groups
 from ..spec.run import Role, RunSpec
 from .overrides import Overrides, apply
@@ -42,13 +42,16 @@ VERIFY_ATTEMPTS_PER_SAMPLE = 3
 
 @dataclass(frozen=True)
 class Margin:
-    """Headroom every constraint must keep: fixed bytes, or a fraction of the device's capacity."""
+    """Headroom every constraint must keep: the larger of fixed bytes and a fraction of the
+    device's capacity, plus ``extra_bytes`` on top (a measured gap that must be covered in
+    addition to the usual headroom: `fit.safety`)."""
 
     num_bytes: int = 0
     fraction: float = 0.0
+    extra_bytes: int = 0
 
     def of(self, capacity_bytes: int) -> int:
-        return self.num_bytes or int(self.fraction * capacity_bytes)
+        return max(self.num_bytes, int(self.fraction * capacity_bytes)) + self.extra_bytes
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,20 @@ def constraint_keys(plan: Plan) -> tuple[tuple[str, str, str, str], ...]:
     return gpu + host
 
 
+def _is_kv_check(constraint: Constraint) -> bool:
+    """vLLM's start-up check that its KV cache holds one sequence (`planner.plan._engine_constraints`)."""
+    return constraint.component == "vllm.kv_cache" and constraint.message.startswith("vLLM KV cache must hold")
+
+
 def slack_vector(plan: Plan, margin: Margin) -> list[int]:
     """available − required − margin per GPU constraint, then per host phase (host RAM is
-    judged per phase so that it adds up like the rest)."""
+    judged per phase so that it adds up like the rest). vLLM's KV-cache check compares the
+    engine's own pool with one sequence, not device memory with a peak: it keeps only the
+    fraction of capacity, not fixed bytes or a measured gap (memory the plan misses elsewhere
+    does not make the pool need more room)."""
     gpu_margin = margin.of(plan.shape.capacity_bytes)
-    out = [c.margin_bytes - gpu_margin for c in plan.constraints if c.device == "gpu"]
+    kv_margin = int(margin.fraction * plan.shape.capacity_bytes)
+    out = [c.margin_bytes - (kv_margin if _is_kv_check(c) else gpu_margin) for c in plan.constraints if c.device == "gpu"]
     limit = plan.host.limit_bytes
     if limit is not None:
         out += [limit - margin.of(limit) - p.peak_bytes for p in plan.host.phases]

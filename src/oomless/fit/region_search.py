@@ -2,7 +2,8 @@
 
 Every configuration is a training choice t = (states, work) and an engine choice
 e = (engine, graphs, utilization). Its score is its predicted step time plus λ per changed
-field (a change must buy λ seconds to be worth making: the minimal-change rule), and both
+field (a change must buy λ seconds to be worth making: the minimal-change rule), plus a
+penalty that ranks configurations lowering a kept safety setting last, and both
 slack and score add over t and e. So the search sorts the t's and the e's by score, drops
 those that cannot fit with any partner, and walks pairs in increasing score, stopping as soon
 as no remaining pair can enter the best `limit`.
@@ -17,6 +18,9 @@ from dataclasses import dataclass
 
 from .probe import Region
 
+LOWERING_PENALTY_SECONDS = 1e9
+"""Added to the score of a configuration that lowers a safety setting (`fit.safety`): it ranks
+after every one that does not, whatever their step times."""
 Pick = tuple[float, float, int, tuple[int, ...], tuple[int, ...]]
 """(score, seconds, changes, slack restricted to checked constraints, choice)."""
 
@@ -36,12 +40,14 @@ def _picks(region: Region, factor_ids: range, seconds_of, lam: float, checked: l
         seconds = seconds_of(choice)
         if math.isinf(seconds):
             continue
-        changes = sum(region.factors[i].options[j].num_changes for i, j in zip(factor_ids, choice))
+        options = [region.factors[i].options[j] for i, j in zip(factor_ids, choice)]
+        changes = sum(o.num_changes for o in options)
+        penalty = LOWERING_PENALTY_SECONDS if any(o.lowers_safety for o in options) else 0.0
         slack = list(base)
         for i, j in zip(factor_ids, choice):
             delta = region.deltas[i][j]
             slack = [s + delta[c] for s, c in zip(slack, checked)]
-        out.append((seconds + lam * changes, seconds, changes, tuple(slack), choice))
+        out.append((seconds + lam * changes + penalty, seconds, changes, tuple(slack), choice))
     return out
 
 

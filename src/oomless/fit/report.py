@@ -4,7 +4,8 @@ Keys: `found`, `spec`, `margin`, `allowed`, `input` {`fits`, `fits_with_margin`,
 `predicted_step_seconds`, `gpu_peak_bytes`, `host_peak_bytes`}, `best` and `alternatives`
 (configurations: `changes` [{`field`, `from`, `to`}], `num_changes`, `predicted_step_seconds`,
 `step_terms`, `min_margin_bytes`, `binding`, `gpu_peak_bytes`, `host_peak_bytes`, `region`,
-`warnings`, `spec`), `search` {`regions`, `plans`, `configurations`, `evaluated`, `rechecked`,
+`lowers_safety`, `changes_training`, `phase_peaks` [{`device`, `phase`, `peak_bytes`,
+`capacity_bytes`}], `warnings`, `spec`), `search` {`regions`, `plans`, `configurations`, `evaluated`, `rechecked`,
 `math_level`, `seconds`}, `notes`, `estimates`. Sizes are integer bytes; seconds are the cost
 model's estimates (null when a configuration cannot generate at all).
 """
@@ -48,6 +49,10 @@ def choice_to_dict(choice: Choice) -> dict[str, Any]:
         "min_margin_bytes": choice.min_slack_bytes,
         **_peaks(choice.plan),
         "region": choice.region,
+        "lowers_safety": list(choice.lowers_safety),
+        "changes_training": list(choice.changes_training),
+        "phase_peaks": [{"device": d, "phase": ph, "peak_bytes": peak, "capacity_bytes": cap or None}
+                        for d, ph, peak, cap in choice.phase_peaks],
         "warnings": list(choice.run.warnings),
         "spec": choice.data,
     }

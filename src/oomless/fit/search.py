@@ -25,11 +25,13 @@ from ..planner.plan import Plan
 from ..spec.ignored import ignored_fields
 from ..spec.load import ResolvedRun, load_run, parse_spec, read_yaml, resolve
 from ..spec.run import RolloutEngine, RunSpec
+from ..units import format_bytes
 from .layouts import batch_splits, layouts
 from .overrides import Overrides, apply, changed, default_at, plain
 from .probe import Context, Margin, Region, slack_vector
 from .region_search import Counts, search_region
-from .space import MathSetting, factors, math_levels
+from .safety import lowered_settings, mark_lowering
+from .space import MATH_FIELDS, MathSetting, factors, math_levels
 
 DEFAULT_MARGIN_FRACTION = 0.05
 """Unless told otherwise every constraint keeps 5 % of its device's capacity free (the planner's
@@ -46,6 +48,25 @@ class FitOptions:
     margin: Margin = Margin(fraction=DEFAULT_MARGIN_FRACTION)
     allow: frozenset[str] = frozenset()
     top_k: int = 5
+    margin_bytes: int = 0
+    """An absolute margin on top of nothing: every constraint keeps max(``margin``, this) free
+    (doctor passes the gap a crash measured between the plan and the run)."""
+    keep_safety_of: RunSpec | None = None
+    """No answer lowers a memory-safety setting this run had (`fit.safety`) unless its plan
+    fits with ``margin_bytes`` free on top of ``margin``; such an answer names what it lowers
+    in `Choice.lowers_safety` and is ranked after every answer that lowers nothing."""
+
+    @property
+    def effective_margin(self) -> Margin:
+        """What every answer must keep free: the larger of the margin and ``margin_bytes``."""
+        m = self.margin
+        return Margin(max(m.num_bytes, self.margin_bytes), m.fraction, m.extra_bytes)
+
+    @property
+    def lowering_margin(self) -> Margin:
+        """What an answer that lowers a safety setting must keep free: the margin plus the gap."""
+        m = self.margin
+        return Margin(m.num_bytes, m.fraction, m.extra_bytes + self.margin_bytes)
 
 
 @dataclass(frozen=True)
@@ -59,10 +80,26 @@ class Choice:
     estimate: StepEstimate
     changes: dict[str, tuple[Any, Any]]
     region: str
+    lowers_safety: tuple[str, ...] = ()
+    """Safety settings of `FitOptions.keep_safety_of` this configuration lowers, each with why
+    it is still offered (its plan fits with the measured gap covered on top of the margin)."""
 
     @property
     def min_slack_bytes(self) -> int:
         return min(slack_vector(self.plan, Margin()))
+
+    @property
+    def changes_training(self) -> tuple[str, ...]:
+        """The changed fields that change what is trained or on what (`--allow` knobs)."""
+        return tuple(k for k in self.changes if k in MATH_FIELDS)
+
+    @property
+    def phase_peaks(self) -> tuple[tuple[str, str, int, int], ...]:
+        """(device group, phase, predicted peak bytes on one GPU, capacity) per GPU phase, then
+        ("host", phase, peak, limit or 0) per host phase."""
+        gpu = tuple((d.role, p.name, p.peak_bytes, d.capacity_bytes) for d in self.plan.devices for p in d.phases)
+        limit = self.plan.host.limit_bytes or 0
+        return gpu + tuple(("host", p.name, p.peak_bytes, limit) for p in self.plan.host.phases)
 
 
 @dataclass
@@ -123,13 +160,13 @@ class _Search:
         self.run, self.raw, self.base_dir, self.options = run, raw, base_dir, options
         perf, note = gpu_perf(run.gpu)
         self.notes = [note] if note else []
-        self.ctx = Context(run.arch, run.gpu, run.archs, perf, options.margin)
+        self.ctx = Context(run.arch, run.gpu, run.archs, perf, options.effective_margin)
         self.stats = SearchStats()
         self.lam: float | None = None
 
     def regions(self, math: MathSetting) -> list[tuple[str, Region]]:
         spec = apply(self.run.spec, math.overrides)
-        ranks_in = layouts(self.run.spec)[0].train_ranks_per_node * spec.hardware.num_nodes
+        ranks_in = layouts(self.run.spec)[0].train_ranks_per_node * self.run.spec.hardware.num_nodes
         out = []
         for layout in layouts(spec):
             ranks_out = layout.train_ranks_per_node * spec.hardware.num_nodes
@@ -141,6 +178,8 @@ class _Search:
             self.stats.plans += 1
             for sleeping in (False, True) if layout.colocated else (False,):
                 fs = factors(base, self.run.arch, layout, sleeping, splits, probe_plan.shape.seq_len, probe_plan.shape.vllm_max_num_seqs)
+                if self.options.keep_safety_of is not None:
+                    fs = mark_lowering(fs, self.options.keep_safety_of, base)
                 label = f"{math.label}; {layout.label}" + ("; engine sleeps between rollouts" if sleeping else "")
                 out.append((label, Region(self.ctx, base, fs)))
         return out
@@ -171,9 +210,25 @@ class _Search:
         plan = self.ctx.plan(run.spec)
         self.stats.plans += 1
         self.stats.rechecked += 1
-        if min(slack_vector(plan, self.options.margin)) < 0:
+        if min(slack_vector(plan, self.options.effective_margin)) < 0:
             return None
-        return Choice(run, data, plan, estimate_plan(plan, self.ctx.perf), changes, label)
+        lowered = lowers_safety(self.options, run.spec, plan)
+        if lowered is None:
+            return None
+        return Choice(run, data, plan, estimate_plan(plan, self.ctx.perf), changes, label, lowered)
+
+    def _first_safe(self, found: list[tuple[float, Overrides, str]], checked: dict[int, Choice | None],
+                    keep: RunSpec) -> list[tuple[int, Choice]]:
+        """The best-ranked configuration that lowers no safety setting of ``keep`` and fits."""
+        for i, (_, overrides, label) in enumerate(found):
+            if i in checked or lowered_settings(keep, apply(self.run.spec, overrides)):
+                continue
+            if self.stats.rechecked >= RECHECK_BUDGET:
+                break
+            checked[i] = self.recheck(overrides, label)
+            if checked[i] is not None:
+                return [(i, checked[i])]
+        return []
 
     def winners(self, found: list[tuple[float, Overrides, str]]) -> list[Choice]:
         """Re-plan in score order. The first fit is the best; alternatives are the best fit of
@@ -197,8 +252,29 @@ class _Search:
         out: list[tuple[int, Choice]] = []
         pick(lambda i: found[i][2], out)
         pick(lambda i: _kind(apply(self.run.spec, found[i][1]), found[i][2]), out)
-        best, rest = out[:1], sorted(out[1:], key=lambda ic: ic[0])
-        return [c for _, c in best + rest]
+        keep = self.options.keep_safety_of
+        if keep is not None and all(c.lowers_safety for _, c in out):
+            out += self._first_safe(found, checked, keep)
+        out.sort(key=lambda ic: bool(ic[1].lowers_safety))
+        best, rest = out[:1], sorted(out[1:], key=lambda ic: (bool(ic[1].lowers_safety), ic[0]))
+        return [c for _, c in best + rest][: self.options.top_k + 1]
+
+
+def lowers_safety(options: FitOptions, spec: RunSpec, plan: Plan) -> tuple[str, ...] | None:
+    """What ``spec`` lowers of `FitOptions.keep_safety_of`'s safety settings, each with why it
+    is allowed; None when it lowers some and its plan does not keep the gap free on top of the
+    margin (such a configuration is never offered)."""
+    if options.keep_safety_of is None:
+        return ()
+    lowered = lowered_settings(options.keep_safety_of, spec)
+    if not lowered:
+        return ()
+    spare = min(slack_vector(plan, options.lowering_margin))
+    if spare < 0:
+        return None
+    gap = (f"the measured gap of {format_bytes(options.margin_bytes)} stays free on top of the margin"
+           if options.margin_bytes else "no gap was measured; it fits with the usual margin")
+    return tuple(f"{item} ({gap}, {format_bytes(spare)} to spare)" for item in lowered)
 
 
 def _kind(spec: RunSpec, region: str) -> tuple[Any, ...]:
@@ -206,6 +282,11 @@ def _kind(spec: RunSpec, region: str) -> tuple[Any, ...]:
     return (region, d.strategy, d.offload_params, d.offload_optimizer, spec.gradient_checkpointing)
 
 
+VLLM_ONLY_FIELDS = ("gpu_memory_utilization", "tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens",
+                    "max_model_len", "enforce_eager", "engine_in_trainer_process", "sleep_level",
+                    "offload_model", "offload_optimizer")
+"""Rollout fields a spec ignores or refuses once generation moves into the trainer (HF
+generate): removed from the written spec (`spec.ignored`)."""
 REGION_FIELDS = ("rollout.engine", "rollout.num_gpus", "placement.groups", "rollout.sleep_level",
                  "rollout.offload_model", "rollout.offload_optimizer")
 
@@ -224,13 +305,16 @@ def _region_overrides(region: Region, spec: RunSpec) -> Overrides:
 def _tidy_overrides(region: Region, spec: RunSpec, overrides: Overrides) -> Overrides:
     """Effect-free changes that keep the written spec free of fields it would ignore: offload
     during rollout off when the engine does not sleep, `num_gpus` back to its default when
-    vLLM no longer has GPUs of its own (key removed). They change no plan and cost no score."""
+    vLLM no longer has GPUs of its own, vLLM's own fields when there is no vLLM (keys removed).
+    They change no plan and cost no score."""
     final = apply(spec, overrides)
     ro, out = final.rollout, {}
     if ro.engine == RolloutEngine.vllm_colocate and ro.sleep_level == 0:
         out.update({k: False for k in ("rollout.offload_model", "rollout.offload_optimizer") if getattr(ro, k.split(".")[1])})
     if ro.engine != RolloutEngine.vllm_separate and "num_gpus" in spec.rollout.model_fields_set:
         out["rollout.num_gpus"] = None
+    if ro.engine == RolloutEngine.hf:
+        out.update({f"rollout.{k}": None for k in VLLM_ONLY_FIELDS if k in spec.rollout.model_fields_set})
     return out
 
 
@@ -254,7 +338,7 @@ def fit(run: ResolvedRun, raw: dict[str, Any], base_dir: Path, options: FitOptio
     search.stats.seconds = time.perf_counter() - start
     return FitResult(
         input_run=run, input_plan=input_plan, input_estimate=estimate_plan(input_plan, search.ctx.perf),
-        margin=options.margin, allowed=options.allow, best=chosen[0] if chosen else None, alternatives=tuple(chosen[1:]),
+        margin=options.effective_margin, allowed=options.allow, best=chosen[0] if chosen else None, alternatives=tuple(chosen[1:]),
         stats=search.stats, notes=tuple(search.notes),
     )
 

@@ -6,8 +6,10 @@ shape. They are grouped so that a factor's effect on every memory constraint and
 time adds to the others' (`fit.probe` checks that): training states, training work, engine
 shape, CUDA graphs, engine utilization.
 
-Math knobs (`--allow`) change what is trained and move only when allowed: LoRA rank, sequence
-lengths, completions per prompt (with the prompts per step kept), image size, KL beta.
+Math knobs (`--allow`) change what is trained and move only when allowed: the fine-tuning
+method (full → LoRA → QLoRA), LoRA rank, sequence lengths, completions per prompt (with the
+prompts per step kept), image size, KL beta; and `gpus`, more GPUs (the same completions per
+step on more ranks).
 """
 
 from __future__ import annotations
@@ -21,8 +23,16 @@ from ..spec.run import FinetuneMethod, LogitsMode, RolloutEngine, RunSpec, Strat
 from .layouts import Layout
 from .overrides import Overrides, changed
 
-MATH_KNOBS = ("lora_rank", "lengths", "num_generations", "max_pixels", "beta")
-"""Values of `--allow`."""
+MATH_KNOBS = ("method", "lora_rank", "lengths", "num_generations", "max_pixels", "beta", "gpus")
+"""Values of `--allow`: each changes what is trained (or, `gpus`, what it runs on)."""
+MATH_FIELDS = ("finetune.method", "finetune.lora_rank", "lengths.max_prompt_tokens", "lengths.max_completion_tokens",
+               "batch.num_generations", "vision.max_pixels", "kl_beta", "hardware.gpus_per_node", "hardware.num_nodes")
+"""Spec fields only the math knobs move."""
+CHANGES_THE_TRAINING = "changes the training"
+"""Prefix of every math-changing setting's label, so no answer that uses one reads as a pure
+memory fix."""
+MAX_GPUS_PER_NODE = 8
+"""GPUs per node `--allow gpus` grows a node to before adding nodes (the common server size)."""
 MATH_STEPS = (Fraction(3, 4), Fraction(1, 2), Fraction(1, 4))
 """Fractions a length or a completion count is cut to, mildest first."""
 PIXEL_STEPS = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 8))
@@ -38,6 +48,8 @@ SHARDED = (Strategy.zero3, Strategy.fsdp)
 class Option:
     overrides: Overrides
     num_changes: int
+    lowers_safety: bool = False
+    """It lowers a safety setting of `FitOptions.keep_safety_of` (`fit.safety`): ranked last."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +155,11 @@ def _cut(value: int, step: Fraction, floor: int = 1) -> int:
 def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSetting]]:
     """Per step (mildest first), the alternative settings of one allowed knob."""
     steps: list[list[MathSetting]] = []
-    if knob == "lora_rank" and spec.finetune.method != FinetuneMethod.full:
+    if knob == "method":
+        steps = _method_steps(spec)
+    elif knob == "gpus":
+        steps = _gpu_steps(spec)
+    elif knob == "lora_rank" and spec.finetune.method != FinetuneMethod.full:
         r = spec.finetune.lora_rank
         steps = [[MathSetting(f"lora_rank {_cut(r, s)}", {"finetune.lora_rank": _cut(r, s)})] for s in MATH_STEPS if _cut(r, s) < r]
     elif knob == "lengths":
@@ -164,23 +180,57 @@ def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSett
     return steps
 
 
+def _method_steps(spec: RunSpec) -> list[list[MathSetting]]:
+    """Full → LoRA (at the spec's rank) → QLoRA (4-bit NF4 base): each trains fewer or coarser
+    weights, so it is a different training, never a memory fix."""
+    method, rank = spec.finetune.method, spec.finetune.lora_rank
+    lora = MathSetting(f"LoRA rank {rank} instead of full fine-tuning", {"finetune.method": FinetuneMethod.lora})
+    qlora = MathSetting(f"QLoRA rank {rank} (4-bit base) instead of {method.value}", {"finetune.method": FinetuneMethod.qlora})
+    if method == FinetuneMethod.full:
+        return [[lora], [qlora]]
+    if method == FinetuneMethod.lora:
+        return [[qlora]]
+    return []
+
+
+def _gpu_steps(spec: RunSpec) -> list[list[MathSetting]]:
+    """×2, ×4, ×8 the GPUs: a node grows to MAX_GPUS_PER_NODE, then nodes are added."""
+    hw, out = spec.hardware, []
+    for factor in (2, 4, 8):
+        total = hw.gpus_per_node * hw.num_nodes * factor
+        per_node = max(hw.gpus_per_node, min(MAX_GPUS_PER_NODE, total))
+        if total % per_node:
+            continue
+        nodes = total // per_node
+        out.append([MathSetting(f"{nodes} × {per_node} GPUs instead of {hw.num_nodes} × {hw.gpus_per_node}",
+                                {"hardware.gpus_per_node": per_node, "hardware.num_nodes": nodes})])
+    return out
+
+
 def _combined(settings: list[MathSetting]) -> MathSetting:
     overrides, scale = {}, Fraction(1)
     for s in settings:
         overrides.update(s.overrides)
         scale *= s.batch_scale
-    return MathSetting(" + ".join(s.label for s in settings), overrides, scale)
+    labels = [s.label.removeprefix(f"{CHANGES_THE_TRAINING}: ") for s in settings]
+    return MathSetting(f"{CHANGES_THE_TRAINING}: " + " + ".join(labels), overrides, scale)
+
+
+def _labelled(setting: MathSetting) -> MathSetting:
+    return MathSetting(f"{CHANGES_THE_TRAINING}: {setting.label}", setting.overrides, setting.batch_scale)
 
 
 def math_levels(spec: RunSpec, arch: ModelArch, allow: frozenset[str]) -> list[list[MathSetting]]:
-    """Level 0 keeps the maths; level k tries each allowed knob at its k-th cut alone and, with
-    two or more knobs, all of them cut together. `fit` stops at the first level that fits."""
+    """Level 0 keeps the maths; then, for each k, each allowed knob at its k-th cut alone, and
+    after that (with two or more knobs) all of them cut together. `fit` stops at the first
+    level that fits, so one knob moving is always preferred to several."""
     levels = [[MathSetting("maths unchanged")]]
-    per_knob = {k: _knob_steps(spec, arch, k) for k in MATH_KNOBS if k in allow}
+    per_knob = {k: [[_labelled(s) for s in step] for step in _knob_steps(spec, arch, k)] for k in MATH_KNOBS if k in allow}
     for k in range(len(MATH_STEPS)):
         singles = [alt for steps in per_knob.values() if k < len(steps) for alt in steps[k]]
         firsts = [steps[min(k, len(steps) - 1)][0] for steps in per_knob.values() if steps]
-        level = singles + ([_combined(firsts)] if len(firsts) > 1 else [])
-        if level:
-            levels.append(level)
+        if singles:
+            levels.append(singles)
+        if len(firsts) > 1:
+            levels.append([_combined(firsts)])
     return levels
