@@ -48,6 +48,18 @@ def first_difference(expected: Mapping[str, Any], actual: Mapping[str, Any], pre
     return None
 
 
+def all_differences(expected: Mapping[str, Any], actual: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted names of every key whose values differ (`first_difference`, all of them)."""
+    out: list[str] = []
+    for key in list(expected) + [k for k in actual if k not in expected]:
+        left, right = expected.get(key), actual.get(key)
+        if isinstance(left, Mapping) and isinstance(right, Mapping):
+            out += all_differences(left, right, f"{prefix}{key}.")
+        elif left != right:
+            out.append(f"{prefix}{key}")
+    return out
+
+
 def value_at(tree: Mapping[str, Any], dotted: str) -> Any:
     node: Any = tree
     for part in dotted.split("."):

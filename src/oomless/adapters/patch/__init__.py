@@ -1,0 +1,185 @@
+"""Patched copies of a user's own framework files: the changes `fit` found, written in the
+framework's keys into the user's file, nothing else touched.
+
+The spec → native key mapping is each writer's `native_settings(spec, dialect)` (the one the
+exporter renders from): a change is every native key whose value differs between the old and
+the new spec's settings. Where the key goes depends on the file: a YAML (ruamel round trip,
+comments kept), a launch script (`flags`, `switch_flags` or Hydra `hydra` overrides, only the
+changed words edited), an ORZ experiment file (the field's literal, via `ast`). The patched
+text is then read back with the framework's own reader and compared with the wanted spec:
+every field that does not read back (no native key in this file, or a value the framework
+cannot take) is named in one message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import common as C
+from ..round_trip import all_differences, same_spec_dict, value_at
+from . import python_text as PY
+from . import shell_text as SH
+from . import yaml_text as YM
+
+
+@dataclass(frozen=True)
+class NativeChange:
+    key: str
+    old: Any
+    """The value the user's file gives (None: not set there)."""
+    new: Any
+    """None: the key is removed (the framework's default applies)."""
+    shown: str
+    """The change in the file's own syntax: `--vllm_gpu_memory_utilization 0.8 → 0.4`."""
+
+
+@dataclass(frozen=True)
+class Patch:
+    framework: str
+    source: Path
+    text: str
+    patched: str
+    changes: tuple[NativeChange, ...]
+    unexpressed: tuple[tuple[str, str], ...]
+    """(spec field, why) for every wanted value the patched file does not say."""
+
+    def diff(self, new_name: str) -> str:
+        return "".join(difflib.unified_diff(self.text.splitlines(keepends=True), self.patched.splitlines(keepends=True),
+                                             fromfile=str(self.source), tofile=new_name))
+
+
+def writer(framework: str) -> Any:
+    from .. import canonical
+
+    return importlib.import_module(f"oomless.adapters.{canonical(framework)}.writer")
+
+
+def file_style(path: Path, module: Any) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    if suffix == ".py":
+        return "python"
+    return module.NATIVE_STYLE
+
+
+def settings(module: Any, spec: Any, dialect: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The writer's native settings of ``spec``, and the fields it could not express."""
+    with C.collect_unexpressed() as found:
+        values = module.native_settings(spec, dialect)
+    return values, found
+
+
+class _File:
+    """The user's file, read in its style: which keys it sets and to what."""
+
+    def __init__(self, path: Path, text: str, style: str, keys: list[str]) -> None:
+        self.path, self.text, self.style, self.where = path, text, style, str(path)
+        if style == "yaml":
+            self.data = YM.load(text, self.where)
+        elif style == "python":
+            self.fields = PY.field_nodes(text, self.where)[1]
+        else:
+            self.command = SH.pick_command(text, keys, style, self.where)
+
+    def value(self, key: str) -> Any:
+        if self.style == "yaml":
+            found = YM.get(self.data, key)
+            return None if found is YM.MISSING else found
+        if self.style == "python":
+            node = self.fields.get(key)
+            return None if node is None else PY.source_of(self.text, node)
+        return SH.current_value(self.command, key, self.style)
+
+    def patch(self, values: dict[str, Any], keys: list[str]) -> str:
+        if self.style == "yaml":
+            return YM.patch_yaml(self.text, values, self.where)
+        if self.style == "python":
+            return PY.patch_python(self.text, values, self.where)
+        return SH.patch_shell(self.text, values, self.style, self.where, keys)
+
+
+def _shown(style: str, key: str, old: Any, new: Any) -> str:
+    def v(value: Any, unset: str) -> str:
+        if value is None:
+            return unset
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, list):
+            return " ".join(str(x) for x in value) if style.endswith("flags") else SH.hydra_value(value)
+        return str(value)
+
+    if style == "switch_flags" and (isinstance(new, bool) or new is None):
+        return f"{SH.flag_name(key)}: {'added' if new else 'removed'}"
+    if style.endswith("flags"):
+        return f"{SH.flag_name(key)} {v(old, '(unset)')} → {v(new, '(removed: default)')}"
+    if style == "hydra":
+        return f"{key}={v(old, '(unset)')} → {v(new, '(removed: default)')}"
+    if style == "python":
+        return f"{key} = {v(old, '(unset)')} → {repr(new) if new is not None else '(default)'}"
+    return f"{key}: {v(old, '(unset)')} → {v(new, '(removed: default)')}"
+
+
+def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: Any) -> Patch:
+    """The patch of ``text`` (the user's file at ``path``) from ``old_spec`` (what it reads as)
+    to ``new_spec``; `unexpressed` holds what the writer itself cannot say (see `read_back`)."""
+    module = writer(framework)
+    style = file_style(path, module)
+    best: tuple[int, Any, Any, dict[str, Any]] | None = None
+    for dialect in module.NATIVE_DIALECTS:
+        old_values, _ = settings(module, old_spec, dialect)
+        f = _File(path, text, style, list(old_values))
+        present = sum(f.value(k) is not None for k in old_values)
+        if best is None or present > best[0]:
+            best = (present, dialect, f, old_values)
+    assert best is not None
+    _, dialect, f, old_values = best
+    new_values, unexpressed = settings(module, new_spec, dialect)
+    _, old_unexpressed = settings(module, old_spec, dialect)
+    wanted = {k: new_values.get(k) for k in [*new_values, *old_values] if new_values.get(k) != old_values.get(k)}
+    changes = tuple(NativeChange(k, f.value(k), v, _shown(style, k, f.value(k), v)) for k, v in wanted.items())
+    patched = f.patch(wanted, list(old_values)) if wanted else text
+    known = {field for field, _ in old_unexpressed}
+    return Patch(framework, path, text, patched, changes, tuple(u for u in unexpressed if u[0] not in known))
+
+
+def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tuple[str, str], ...]:
+    """(field, why) for every field of ``new_spec`` the patched file does not read back to: the
+    file is read by the framework's own reader in a scratch folder beside links to the files
+    next to the original (so the names it refers to resolve as they did)."""
+    from .. import import_native
+    from ...errors import InputError
+    from ...spec.load import parse_spec
+
+    with tempfile.TemporaryDirectory(prefix="oomless-patch-") as tmp:
+        folder = patch.source.resolve().parent
+        for entry in sorted(os.listdir(folder))[:500]:
+            if entry != patch.source.name:
+                os.symlink(folder / entry, Path(tmp) / entry)
+        target = Path(tmp) / patch.source.name
+        target.write_text(patch.patched, encoding="utf-8")
+        try:
+            got = parse_spec(import_native(patch.framework, target, hardware).spec)
+        except InputError as err:
+            return ((err.field, f"the patched file does not read back: {err.message}"),)
+    wanted, have = same_spec_dict(new_spec, arch), same_spec_dict(got, arch)
+    listed = {field for field, _ in patch.unexpressed}
+    out = list(patch.unexpressed)
+    for field in all_differences(wanted, have):
+        if field not in listed:
+            out.append((field, f"wanted {value_at(wanted, field)!r}, the file gives {value_at(have, field)!r}"))
+    return tuple(out)
+
+
+def unexpressed_message(framework: str, items: tuple[tuple[str, str], ...]) -> str | None:
+    """One message naming every field the framework's files cannot say, or None."""
+    if not items:
+        return None
+    return f"{framework} cannot express {len(items)} change(s); set them by hand or keep the spec: " + "; ".join(
+        f"{field} ({why})" for field, why in items)

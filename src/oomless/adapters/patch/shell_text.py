@@ -1,0 +1,222 @@
+"""Set flags or Hydra overrides of a launch script in its text: only the changed words are
+replaced and new ones appended to the training command; every other byte stays as it was.
+
+Words are located with bashlex positions on the text the shell front-end parses
+(`frontends.shell._mask` keeps offsets; `_parse` reads statement by statement when the whole
+script does not parse). The training command is the one that already sets the most of the
+framework's keys. Styles:
+- ``flags``: `--key value` / `--key=value`; booleans written `true`/`false`, lists as words;
+- ``switch_flags``: as ``flags``, but True is the bare `--key` and False removes it (argparse
+  store_true, OpenRLHF);
+- ``hydra``: `key=value` (also `+key=` / `++key=`), values in Hydra's override grammar.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import InputError
+from ...frontends.shell import _mask, _parse
+from .edits import Edit, apply_edits, line_indent
+
+
+@dataclass(frozen=True)
+class Word:
+    start: int
+    end: int
+    text: str
+    """The word as written (quotes kept)."""
+
+
+def _commands(node: Any) -> list[list[Word]]:
+    """Every simple command's words, in source order."""
+    found: list[list[Word]] = []
+
+    def walk(n: Any) -> None:
+        kind = getattr(n, "kind", None)
+        if kind == "command":
+            words = [p for p in n.parts if getattr(p, "kind", None) == "word"]
+            if words:
+                found.append([Word(w.pos[0], w.pos[1], "") for w in words])
+        if kind == "word":
+            return
+        for value in vars(n).values():
+            for child in value if isinstance(value, list) else [value]:
+                if hasattr(child, "kind"):
+                    walk(child)
+
+    walk(node)
+    return found
+
+
+def script_commands(text: str, where: str) -> list[list[Word]]:
+    skipped: list[int] = []
+    out = []
+    for node in _parse(_mask(text), where, skipped):
+        for words in _commands(node):
+            out.append([Word(w.start, w.end, text[w.start:w.end]) for w in words])
+    return out
+
+
+def _unquoted(word: str) -> str:
+    try:
+        parts = shlex.split(word)
+    except ValueError:
+        return word
+    return parts[0] if len(parts) == 1 else word
+
+
+def flag_name(key: str) -> str:
+    return key if key.startswith("-") else f"--{key}"
+
+
+def hydra_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{hydra_value(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    return text if text and all(c.isalnum() or c in "._-/:" for c in text) else shlex.quote(f'"{text}"')
+
+
+def flag_words(value: Any) -> list[str]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return [shlex.quote("true" if v is True else "false" if v is False else str(v)) for v in values]
+
+
+class _Command:
+    def __init__(self, text: str, words: list[Word]) -> None:
+        self.text, self.words = text, words
+
+    def find_flag(self, flag: str) -> tuple[int, bool] | None:
+        """(index of the flag word, whether it carries `=value`)."""
+        for i, w in enumerate(self.words):
+            u = _unquoted(w.text)
+            if u == flag:
+                return i, False
+            if u.startswith(flag + "="):
+                return i, True
+        return None
+
+    def find_override(self, key: str) -> int | None:
+        for i, w in enumerate(self.words):
+            u = _unquoted(w.text).lstrip("+")
+            if u.startswith(key + "="):
+                return i
+        return None
+
+    def value_span(self, i: int) -> tuple[int, int]:
+        """Indices [i+1, j) of the words after flag ``i`` that are its values."""
+        j = i + 1
+        while j < len(self.words) and not _unquoted(self.words[j].text).startswith("--"):
+            j += 1
+        return i + 1, j
+
+    def append_point(self) -> tuple[int, str, str]:
+        """(offset, text before, text after) to add a word: after the last word, or before a
+        trailing `"$@"`; on a new continued line when the command is written over lines."""
+        last = self.words[-1]
+        multiline = "\\\n" in self.text[self.words[0].start:last.end]
+        indent = line_indent(self.text, last.start) if multiline else ""
+        sep = f" \\\n{indent}" if multiline else " "
+        if _unquoted(last.text) in ("$@", "${@}") and len(self.words) > 1:
+            return last.start, "", sep
+        return last.end, sep, ""
+
+
+def pick_command(text: str, keys: list[str], style: str, where: str) -> _Command:
+    commands = [_Command(text, words) for words in script_commands(text, where)]
+    if not commands:
+        raise InputError(where, "no command to patch in the script")
+
+    def score(c: _Command) -> int:
+        if style == "hydra":
+            return sum(c.find_override(k) is not None for k in keys)
+        return sum(c.find_flag(flag_name(k)) is not None for k in keys)
+
+    return max(reversed(commands), key=score)
+
+
+def current_value(command: _Command, key: str, style: str) -> Any:
+    """The value the script gives ``key`` (a string or list of strings), True for a bare
+    switch, None when the key is not in the command."""
+    if style == "hydra":
+        i = command.find_override(key)
+        return None if i is None else _unquoted(command.words[i].text).lstrip("+").split("=", 1)[1]
+    found = command.find_flag(flag_name(key))
+    if found is None:
+        return None
+    i, inline = found
+    if inline:
+        return _unquoted(command.words[i].text).split("=", 1)[1]
+    a, b = command.value_span(i)
+    values = [_unquoted(w.text) for w in command.words[a:b]]
+    return True if not values else values[0] if len(values) == 1 else values
+
+
+def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys: list[str]) -> str:
+    """``text`` with each key set (None: removed, the default applies) in the training command,
+    the one setting the most of ``keys``."""
+    command = pick_command(text, keys, style, where)
+    edits: list[Edit] = []
+    appended: list[str] = []
+    for key, value in values.items():
+        if style == "hydra":
+            _hydra_edit(command, key, value, edits, appended)
+        else:
+            _flag_edit(command, key, value, style, edits, appended)
+    if appended:
+        at, before, after = command.append_point()
+        edits.append(Edit(at, at, before + (before or after).join(appended) + after))
+    return apply_edits(text, edits)
+
+
+def _remove(command: _Command, a: int, b: int, edits: list[Edit]) -> None:
+    """Words a..b-1 removed with the space (and continuation) before them."""
+    start = command.words[a - 1].end if a > 0 else command.words[a].start
+    edits.append(Edit(start, command.words[b - 1].end, ""))
+
+
+def _hydra_edit(command: _Command, key: str, value: Any, edits: list[Edit], appended: list[str]) -> None:
+    i = command.find_override(key)
+    if i is None:
+        if value is not None:
+            appended.append(f"{key}={hydra_value(value)}")
+        return
+    if value is None:
+        _remove(command, i, i + 1, edits)
+        return
+    w = command.words[i]
+    prefix = _unquoted(w.text).split("=", 1)[0]
+    edits.append(Edit(w.start, w.end, f"{prefix}={hydra_value(value)}"))
+
+
+def _flag_edit(command: _Command, key: str, value: Any, style: str, edits: list[Edit], appended: list[str]) -> None:
+    flag = flag_name(key)
+    switch = style == "switch_flags" and isinstance(value, bool)
+    found = command.find_flag(flag)
+    remove = value is None or (switch and value is False)
+    if found is None:
+        if not remove:
+            appended.append(flag if switch else " ".join([flag, *flag_words(value)]))
+        return
+    i, inline = found
+    a, b = (i + 1, i + 1) if inline or (switch and style == "switch_flags") else command.value_span(i)
+    if remove:
+        _remove(command, i, b, edits)
+    elif switch:
+        return
+    elif inline:
+        w = command.words[i]
+        edits.append(Edit(w.start, w.end, f"{flag}={' '.join(flag_words(value)) if not isinstance(value, list) else ','.join(map(str, value))}"))
+    elif a == b:
+        end = command.words[i].end
+        edits.append(Edit(end, end, " " + " ".join(flag_words(value))))
+    else:
+        edits.append(Edit(command.words[a].start, command.words[b - 1].end, " ".join(flag_words(value))))
