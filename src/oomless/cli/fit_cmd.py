@@ -5,6 +5,8 @@ Examples:
     oomless fit examples/seeds/s1-before.yaml --margin 2 --top 3 --json
     oomless fit examples/seeds/s3-before.yaml --allow lengths --allow max_pixels
     oomless fit examples/seeds/s1-before.yaml --write s1-fitted.yaml --export swift
+    oomless fit --from swift examples/seeds/native/s1-before.sh --gpu RTX-3090 --write fitted/
+    oomless fit --from swift run.sh --gpu H100 --in-place          # run.sh patched, run.sh.bak kept
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTI
 
 if TYPE_CHECKING:
     from ..fit.probe import Margin
-    from ..spec.run import RunSpec
+    from ..fit.search import Choice
+    from .fit_native import NativeOutcome
 
 def fit_command(
     spec: Path = typer.Argument(..., help="Run spec (YAML), or a framework config with --from."),
@@ -39,8 +42,12 @@ def fit_command(
     ),
     top: int = typer.Option(5, "--top", metavar="K", help="Alternatives to list after the best configuration."),
     write: Path = typer.Option(
-        None, "--write", metavar="FILE", help="Save the best configuration as a new spec YAML (never overwrites an existing file)."
+        None, "--write", metavar="FILE|DIR",
+        help="Save the best configuration as a new spec YAML (never overwrites an existing file); with --from, "
+        "a directory for patched copies of the framework file (only the changed keys edited; a diff is shown).",
     ),
+    in_place: bool = typer.Option(False, "--in-place", help="With --from: patch the framework file itself, keeping FILE.bak."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="With --from: replace existing copies in --write DIR (or FILE.bak)."),
     export: str = typer.Option(
         None, "--export", metavar="FRAMEWORK",
         help="Also emit the best configuration for a framework (swift, trl, verl, easyr1, openrlhf, orz) into "
@@ -59,40 +66,63 @@ def fit_command(
         from ..fit.write import check_target, write_spec
 
         options = FitOptions(_margin(margin, margin_fraction), _allowed(allow, MATH_KNOBS), _top(top))
-        if write is not None:
+        if from_framework is not None:
+            from .fit_native import check_targets
+
+            check_targets(spec, write, in_place, overwrite)
+        elif in_place or overwrite:
+            raise InputError("--in-place" if in_place else "--overwrite", "only with --from FRAMEWORK (a spec is never overwritten)")
+        elif write is not None:
             check_target(write, spec)
+        native = None
         if from_framework is None:
             result = fit_file(spec, options)
         else:
             from ..fit.search import fit
             from .import_cmd import hardware_flags, load_native
 
-            run, raw = load_native(spec, from_framework, hardware_flags(gpu, gpus_per_node, nodes, host_ram))
+            hardware = hardware_flags(gpu, gpus_per_node, nodes, host_ram)
+            run, raw = load_native(spec, from_framework, hardware)
             for warning in run.warnings:
                 typer.echo(f"warning: {warning}", err=True)
             result = fit(run, raw, spec.resolve().parent, options)
+            if result.best is not None:
+                from .fit_native import native_outcome
+
+                native = native_outcome(from_framework, spec, run, result.best, hardware, write, in_place, overwrite,
+                                        options.margin)
         shown = _margin_text(options.margin)
         document = fit_to_dict(result, str(spec))
         export_error = None
         if result.best is not None:
-            if write is not None:
+            if native is not None:
+                document["native"] = {"framework": from_framework, "changes": native.changes, "diff": native.diff,
+                                      "cannot_express": native.message, "written": [str(p) for p in native.written],
+                                      "read_back": native.read_back}
+            elif write is not None:
                 write_spec(write, result.best, spec, shown)
                 document["written"] = str(write)
             if export is not None:
                 try:
-                    document["exported"] = [str(p) for p in _export(export, result.best.run.spec, spec, write)]
+                    paths, export_note = _export(export, result.best, spec, write if native is None else None)
+                    document["exported"] = [str(p) for p in paths]
+                    document["export_note"] = export_note
                 except InputError as err:
-                    export_error = InputError("--export", err.message)
+                    export_error = InputError("--export", f"{err.field}: {err.message}")
         if as_json:
             typer.echo(json.dumps(document, indent=2))
         else:
             from .fit_render import render_fit
 
-            render_fit(result, shown)
+            render_fit(result, shown, native=None if native is None else (from_framework, native.changes))
+            if native is not None:
+                _echo_native(native)
             if "written" in document:
                 typer.echo(f"wrote {document['written']}")
             for path in document.get("exported", []):
                 typer.echo(f"exported {path}")
+            if document.get("export_note"):
+                typer.echo(f"warning: --export: {document['export_note']}", err=True)
         if export_error is not None:
             raise export_error
         return EXIT_FITS if result.best is not None else EXIT_DOES_NOT_FIT
@@ -138,11 +168,25 @@ def _top(k: int) -> int:
     return k
 
 
-def _export(framework: str, spec: RunSpec, source: Path, write: Path | None) -> list[Path]:
-    from ..adapters import export_native
+def _export(framework: str, best: Choice, source: Path, write: Path | None) -> tuple[list[Path], str | None]:
+    """The framework's files of the best configuration, and the one message naming every value
+    they cannot say (`adapters.patch.export`)."""
+    from ..adapters import canonical
+    from ..adapters.patch.export import export_fitted
 
     out_dir = write.with_name(f"{write.stem}-{framework}") if write is not None else Path.cwd() / f"{source.stem}-fit-{framework}"
-    return export_native(framework, spec, out_dir, False)
+    return export_fitted(canonical(framework), best.run.spec, best.run.arch, out_dir)
+
+
+def _echo_native(native: NativeOutcome) -> None:
+    if native.diff:
+        typer.echo(native.diff.rstrip("\n"))
+    if native.message:
+        typer.echo(f"warning: {native.message}", err=True)
+    for path in native.written:
+        typer.echo(f"wrote {path}")
+    if native.read_back:
+        typer.echo(native.read_back)
 
 
 def register(app: typer.Typer) -> None:

@@ -34,7 +34,10 @@ def _gpu_peak(choice: Choice) -> int:
     return max(g.peak_bytes for g in choice.plan.devices)
 
 
-def render_fit(result: FitResult, margin: str, console: Console | None = None) -> None:
+def render_fit(result: FitResult, margin: str, console: Console | None = None,
+               native: tuple[str, list[str]] | None = None) -> None:
+    """``native``: (framework, its changes in its own keys) when the run came `--from` it; they
+    are shown instead of the spec fields."""
     out = console or Console(width=140)
     inp = result.input_plan
     verdict = "fits" if inp.fits else f"does not fit ({inp.binding.phase} on the {inp.binding.device_role} {inp.binding.device})"
@@ -50,8 +53,14 @@ def render_fit(result: FitResult, margin: str, console: Console | None = None) -
                   f"GPU peak {format_bytes(_gpu_peak(best))}, tightest constraint {format_bytes(best.min_slack_bytes)} free.")
         if not best.changes:
             out.print("  No change: the input already is the fastest fitting configuration found.")
-        for field, (old, new) in best.changes.items():
-            out.print(f"  • {_change(field, old, new)}")
+        if native is not None and native[1]:
+            out.print(f"  In {native[0]}'s own keys:")
+            for line in native[1]:
+                out.print(f"  • {escape(line)}")
+            out.print("  (spec fields: " + escape(", ".join(best.changes)) + ")")
+        else:
+            for field, (old, new) in best.changes.items():
+                out.print(f"  • {_change(field, old, new)}")
         for warning in best.run.warnings:
             out.print(f"  warning: {escape(warning)}")
     if result.alternatives:

@@ -48,6 +48,8 @@ class Patch:
     changes: tuple[NativeChange, ...]
     unexpressed: tuple[tuple[str, str], ...]
     """(spec field, why) for every wanted value the patched file does not say."""
+    companions: tuple[tuple[str, str], ...] = ()
+    """New files a changed value names (a DeepSpeed JSON the writer renders): (name, text)."""
 
     def diff(self, new_name: str) -> str:
         return "".join(difflib.unified_diff(self.text.splitlines(keepends=True), self.patched.splitlines(keepends=True),
@@ -146,7 +148,23 @@ def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: A
     changes = tuple(NativeChange(k, f.value(k), v, _shown(style, k, f.value(k), v)) for k, v in wanted.items())
     patched = f.patch(wanted, list(old_values)) if wanted else text
     known = {field for field, _ in old_unexpressed}
-    return Patch(framework, path, text, patched, changes, tuple(u for u in unexpressed if u[0] not in known))
+    return Patch(framework, path, text, patched, changes, tuple(u for u in unexpressed if u[0] not in known),
+                 _companions(module, new_spec, wanted))
+
+
+def _companions(module: Any, spec: Any, wanted: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The writer's own rendering of each file a changed value names (`--deepspeed ds_config.json`)."""
+    from ...errors import InputError
+
+    names = {v for v in wanted.values() if isinstance(v, str) and v.endswith((".json", ".yaml", ".yml"))}
+    if not names:
+        return ()
+    try:
+        with C.collect_unexpressed():
+            files = module.render_files(spec)
+    except InputError:
+        return ()
+    return tuple((name, files[name]) for name in sorted(names) if name in files)
 
 
 def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tuple[str, str], ...]:
@@ -162,6 +180,11 @@ def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tu
         for entry in sorted(os.listdir(folder))[:500]:
             if entry != patch.source.name:
                 os.symlink(folder / entry, Path(tmp) / entry)
+        for name, text in patch.companions:
+            link = Path(tmp) / name
+            if link.is_symlink():
+                link.unlink()
+            link.write_text(text, encoding="utf-8")
         target = Path(tmp) / patch.source.name
         target.write_text(patch.patched, encoding="utf-8")
         try:
@@ -173,8 +196,12 @@ def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tu
     out = list(patch.unexpressed)
     for field in all_differences(wanted, have):
         if field not in listed:
-            out.append((field, f"wanted {value_at(wanted, field)!r}, the file gives {value_at(have, field)!r}"))
+            out.append((field, f"wanted {value_text(value_at(wanted, field))}, the file gives {value_text(value_at(have, field))}"))
     return tuple(out)
+
+
+def value_text(value: Any) -> str:
+    return "the planner's default" if value is None else repr(value)
 
 
 def unexpressed_message(framework: str, items: tuple[tuple[str, str], ...]) -> str | None:

@@ -1,0 +1,93 @@
+"""`oomless fit --from FW FILE`: the best configuration as changes of the user's own file.
+
+`--write DIR` writes patched copies (the file, and any DeepSpeed JSON a changed value names)
+into DIR, `--in-place` patches the originals keeping FILE.bak; a unified diff goes to the
+screen; every field the framework's file cannot say is named in one warning; the written file
+is read back with `--from` and planned, as `oomless plan --from` would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+FIELD = "--write"
+
+
+@dataclass
+class NativeOutcome:
+    changes: list[str]
+    diff: str = ""
+    message: str | None = None
+    written: list[Path] = field(default_factory=list)
+    read_back: str | None = None
+
+
+def check_targets(source: Path, write: Path | None, in_place: bool, overwrite: bool) -> None:
+    """Refuse before searching: --in-place with --write, a DIR that is a file, a copy over the
+    original, an existing copy without --overwrite."""
+    if in_place and write is not None:
+        raise InputError("--in-place", "give --write DIR or --in-place, not both")
+    if write is not None:
+        if write.exists() and not write.is_dir():
+            raise InputError(FIELD, f"{write} is a file; with --from, --write takes a directory for the patched copies")
+        target = write / source.name
+        if target.resolve() == source.resolve():
+            raise InputError(FIELD, f"{target} is the original; use --in-place to patch it (a .bak is kept)")
+        if target.exists() and not overwrite:
+            raise InputError(FIELD, f"{target} already exists; pass --overwrite to replace it")
+    if in_place and _backup(source).exists() and not overwrite:
+        raise InputError("--in-place", f"{_backup(source)} already exists; pass --overwrite to replace it")
+
+
+def _backup(source: Path) -> Path:
+    return source.with_name(source.name + ".bak")
+
+
+def native_outcome(framework: str, source: Path, run: Any, best: Any, hardware: Any, write: Path | None,
+                   in_place: bool, overwrite: bool, margin: Any) -> NativeOutcome:
+    from ..adapters.patch import plan_patch, read_back, unexpressed_message
+    from ..adapters.common import read_text
+
+    text = read_text(source)
+    patch = plan_patch(framework, source, text, run.spec, best.run.spec)
+    problems = read_back(patch, hardware, best.run.spec, run.arch)
+    folder = write if write is not None else source.parent if in_place else None
+    out = NativeOutcome([c.shown for c in patch.changes], message=unexpressed_message(framework, problems))
+    out.diff = patch.diff(str((folder / source.name) if folder is not None else source))
+    if folder is None or not patch.changes:
+        return out
+    files = {folder / source.name: patch.patched, **{folder / name: t for name, t in patch.companions}}
+    for path in files:
+        if path.exists() and not overwrite and path.resolve() != source.resolve():
+            raise InputError(FIELD, f"{path} already exists; pass --overwrite to replace it")
+    folder.mkdir(parents=True, exist_ok=True)
+    if in_place:
+        _backup(source).write_text(text, encoding="utf-8")
+        out.written.append(_backup(source))
+    for path, body in files.items():
+        path.write_text(body, encoding="utf-8")
+        out.written.append(path)
+    out.read_back = _plan_back(framework, folder / source.name, hardware, margin)
+    return out
+
+
+def _plan_back(framework: str, path: Path, hardware: Any, margin: Any) -> str:
+    """What `oomless plan --from` makes of the written file, with fit's margin."""
+    from ..fit.probe import slack_vector
+    from ..planner.plan import make_plan
+    from ..units import format_bytes
+    from .import_cmd import load_native
+
+    try:
+        run, _ = load_native(path, framework, hardware)
+    except InputError as err:
+        return f"`oomless plan --from {framework} {path}` cannot read it: {err.field}: {err.message}"
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    slack = min(slack_vector(plan, margin))
+    verdict = "fits" if slack >= 0 else "does NOT fit"
+    return (f"`oomless plan --from {framework} {path}` reads it back: {verdict} with the margin "
+            f"(tightest constraint {format_bytes(max(slack, 0)) if slack >= 0 else 'short by ' + format_bytes(-slack)})")
