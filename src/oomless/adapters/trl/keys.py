@@ -1,11 +1,13 @@
-"""TRL GRPO keys: the ones without a memory effect, the ones not modelled, and TRL 0.1x-0.2x keys
-read with their old meaning."""
+"""TRL GRPO keys: what they mean for memory (hand-written): the ones without a memory effect, the
+ones not modelled, and keys of earlier releases read with their old meaning. Which release has
+which key, and its default, is the generated table `data/key_table.json` (`key_tables.load("trl")`;
+transformers' TrainingArguments in `data/transformers_key_table.json`)."""
 
 from __future__ import annotations
 
 NO_MEMORY_EFFECT = frozenset({
     "output_dir", "learning_rate", "num_train_epochs", "max_steps", "logging_steps", "save_steps",
-    "save_strategy", "save_total_limit", "eval_strategy", "eval_steps", "report_to", "run_name", "seed",
+    "save_strategy", "save_total_limit", "eval_strategy", "evaluation_strategy", "eval_steps", "report_to", "run_name", "seed",
     "warmup_ratio", "warmup_steps", "lr_scheduler_type", "weight_decay", "max_grad_norm", "adam_beta1",
     "adam_beta2", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "epsilon", "epsilon_high",
     "delta", "loss_type", "scale_rewards", "num_iterations", "importance_sampling_level", "log_completions",
@@ -38,14 +40,15 @@ NOT_MODELLED = {
 
 
 LEGACY_KEYS: dict[str, tuple[str, str]] = {
-    "use_liger_loss": ("use_liger_kernel", "TRL <= 0.2x (renamed use_liger_kernel, trl PR #4364)"),
-    "torch_dtype": ("dtype", "TRL <= 0.2x ModelConfig, transformers < 4.56 (renamed dtype)"),
-    "max_prompt_length": ("max_prompt_length", "TRL <= 0.2x: prompts were truncated to it (default 512); "
-                                               "read as the prompt bound"),
+    "use_liger_loss": ("use_liger_kernel", "renamed use_liger_kernel (trl PR #4364); read as it"),
+    "torch_dtype": ("dtype", "ModelConfig's name before transformers 4.56 renamed it dtype; read as it"),
+    "max_prompt_length": ("max_prompt_length", "prompts were truncated to it (default 512); read as the prompt bound"),
 }
-"""Keys of TRL 0.1x-0.2x GRPOConfig/ModelConfig that 1.x dropped or renamed, read with the
-meaning they had then. Source: trl 0.24.0 `trl/trainer/grpo_config.py` (max_prompt_length 512,
-use_liger_loss), `trl/trainer/model_config.py` (torch_dtype)."""
+"""Keys of earlier TRL GRPOConfig/ModelConfig releases that 1.x dropped or renamed, read with the
+meaning they had then: old name -> (name read as, meaning). Which releases have each comes from
+the generated table (`data/key_table.json`: max_prompt_length and use_liger_loss up to 0.27,
+torch_dtype up to 0.26), so the note names them. Source: trl 0.24.0 `trl/trainer/grpo_config.py`
+(max_prompt_length 512, use_liger_loss), `trl/trainer/model_config.py` (torch_dtype)."""
 
 
 SPEC_SOURCES: dict[str, str] = {

@@ -41,6 +41,7 @@ from . import launch as TL
 from ..args import hf_optimizer
 from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
+from .. import key_tables as KT
 from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED
 
 SUPPORTED_VERSIONS = ">=1.0,<2"
@@ -55,19 +56,30 @@ PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma"
 
 
 
-def read_legacy(values: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
-    """``values`` with TRL 0.x keys renamed to their 1.x names (a 1.x key given too wins)."""
+def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int, ...] = LATEST) -> dict[str, Any]:
+    """``values`` with keys of earlier TRL releases renamed to their 1.x names (a 1.x key given
+    too wins); every key that TRL ``version`` does not have but another release does is named in
+    a note with the releases that have it (from the generated key table)."""
     out = dict(values)
-    for old, (new, why) in LEGACY_KEYS.items():
+    current = ((KT.load("trl"), version), (KT.transformers_table(), transformers_newest()))
+    for name in values:
+        meaning = LEGACY_KEYS[name][1] if name in LEGACY_KEYS else ""
+        note = KT.other_release_note(name, current, f"TRL {version_text(version)}", meaning)
+        if note:
+            notes.append(note)
+    for old, (new, _) in LEGACY_KEYS.items():
         if old not in out:
             continue
-        notes.append(f"{old}: {why}")
         value = out.pop(old)
         if new == old:
             out[f"legacy.{old}"] = value
         else:
             out.setdefault(new, value)
     return out
+
+
+def transformers_newest() -> tuple[int, ...]:
+    return KT.minor(KT.transformers_table().versions[-1])
 
 
 class Keys:
@@ -110,7 +122,9 @@ class Keys:
             elif name in NO_MEMORY_EFFECT:
                 lines.append(f"{name}: no effect on memory")
             else:
-                lines.append(f"{name}: not understood (not a TRL 1.x GRPO key oomless knows)")
+                tables = (KT.load("trl"), KT.transformers_table())
+                owner = next((t.framework for t in tables if name in t), "")
+                lines.append(KT.unknown_key_line(tables, name) or f"{name}: not understood (a {owner} key oomless does not read)")
         return lines
 
 
@@ -139,7 +153,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
     notes: list[str] = []
     trl_version, vllm, prompt_directive = _versions(read_directives(launch.directives_text), notes)
-    keys = Keys(read_legacy(launch.config, notes))
+    keys = Keys(read_legacy(launch.config, notes, trl_version))
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     ignored = launch.ignored + keys.leftover()
