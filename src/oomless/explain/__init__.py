@@ -75,8 +75,7 @@ def select(explained: list[Explained], component: str | None) -> list[Explained]
     vLLM term); all of them when ``component`` is None."""
     if not component:
         return explained
-    prefix = component if component.endswith(".") else component + "."
-    return [e for e in explained if e.name == component or e.name.startswith(prefix) or e.name.startswith(component)]
+    return [e for e in explained if e.name.startswith(component)]
 
 
 def input_to_dict(i: Input) -> dict[str, Any]:
@@ -99,3 +98,23 @@ def to_dicts(explained: list[Explained]) -> list[dict[str, Any]]:
     return [{"device": e.device, "group": e.group, "phase": e.phase, "name": e.name, "category": e.category,
              "num_bytes": e.num_bytes, "formula": formula_to_dict(e.formula) if e.formula else None,
              **({"error": e.error} if e.error else {})} for e in explained]
+
+
+def title(plan: Plan) -> str:
+    hw = plan.spec.hardware
+    gpu = plan.gpu.id if plan.gpu else "custom GPU"
+    return (f"Where the numbers come from: {plan.arch.name} on {hw.num_nodes} × {hw.gpus_per_node} {gpu}, "
+            f"{plan.spec.algorithm.value}, the worst batch the limits allow (verdict: {plan.verdict})")
+
+
+def explain_selected(plan: Plan, component: str | None = None) -> list[Explained]:
+    """`explain_plan` narrowed to ``component`` (a name or a prefix); an unknown one is an
+    `InputError` naming the plan's components."""
+    from ..errors import InputError
+
+    explained = explain_plan(plan)
+    chosen = select(explained, component)
+    if not chosen:
+        names = sorted({e.name for e in explained})
+        raise InputError("COMPONENT", f"{component!r} is no component (nor prefix of one) of this plan; its components: {', '.join(names)}")
+    return chosen

@@ -13,7 +13,7 @@ from ..planner import gpu_phases as GP
 from ..planner import vision_terms as VT
 from ..spec.run import FinetuneMethod, Role
 from .context import Ctx
-from .formula import Formula, Input, code_ref, constant, constant_formula, doc_source, fn_input
+from .formula import Formula, Input, code_ref, constant, constant_doc, constant_formula, doc_source, fn_input
 from .registry import gpu
 
 VLLM_SOURCE = "vllm/v1/worker/gpu_worker.py (determine_available_memory), vllm/utils/mem_utils.py (memory_profiling)"
@@ -71,7 +71,7 @@ def non_torch(ctx: Ctx, name: str) -> Formula:
     if ctx.spec.rollout.tensor_parallel_size > 1:
         return Formula("VLLM_NON_TORCH_BYTES + NCCL_COMMUNICATOR_BYTES",
                        (constant(C, "VLLM_NON_TORCH_BYTES"), constant(C, "NCCL_COMMUNICATOR_BYTES")),
-                       constant(C, "VLLM_NON_TORCH_BYTES").meaning, code_ref(V.non_torch_bytes))
+                       constant_doc(C, "VLLM_NON_TORCH_BYTES")[0], code_ref(V.non_torch_bytes))
     return constant_formula(C, "VLLM_NON_TORCH_BYTES")
 
 

@@ -61,6 +61,7 @@ class Formula:
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(FUNCTIONS)
         missing = names - {i.symbol for i in self.inputs}
         assert not missing, f"formula {self.expression!r} lacks inputs {sorted(missing)}"
+        object.__setattr__(self, "inputs", tuple(i for i in self.inputs if i.symbol in names))
 
     @property
     def values(self) -> dict[str, Number]:
@@ -158,10 +159,11 @@ def fn_input(symbol: str, value: Number, fn: Callable[..., Any], meaning: str = 
 
 
 def constant(module: ModuleType, name: str, symbol: str | None = None) -> Input:
-    """An input that is a named constant of the memory model, its provenance as the meaning."""
+    """An input that is a named constant of the memory model: the first sentence of the
+    docstring under it as its meaning, the rest as its source."""
     doc, where = constant_doc(module, name)
-    meaning = doc or where
-    return Input(symbol or name, getattr(module, name), f"{meaning} ({where})" if doc else meaning)
+    first, _, rest = doc.partition(". ")
+    return Input(symbol or name, getattr(module, name), first.rstrip(".") or name, source=rest.rstrip("."), code=where)
 
 
 def constant_formula(module: ModuleType, name: str) -> Formula:

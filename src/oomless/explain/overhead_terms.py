@@ -7,7 +7,7 @@ from ..memory import constants as C
 from ..memory.components import Category
 from ..planner import gpu_phases as GP
 from .context import Ctx
-from .formula import Formula, Input, code_ref, constant, constant_formula, doc_source
+from .formula import Formula, Input, code_ref, constant, constant_doc, constant_formula, doc_source
 from .registry import gpu
 
 
@@ -37,7 +37,7 @@ def allocator_fragmentation(ctx: Ctx, name: str) -> Formula:
     return Formula(f"floor(ALLOCATOR_FRAGMENTATION_FRACTION * ({total}))",
                    (constant(C, "ALLOCATOR_FRAGMENTATION_FRACTION"), *inputs),
                    "charged on activations and temporaries (ACT + TEMP), the allocations that churn; "
-                   + (constant(C, "ALLOCATOR_FRAGMENTATION_FRACTION").meaning),
+                   + constant_doc(C, "ALLOCATOR_FRAGMENTATION_FRACTION")[0],
                    code_ref(GP._finish))
 
 
