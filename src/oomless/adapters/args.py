@@ -5,7 +5,7 @@ Used by the swift and trl adapters; any adapter reading HfArgumentParser-style f
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import InputError
 from .common import single, to_bool, to_float, to_int
@@ -57,9 +57,11 @@ class FlagReader:
         if self.raw(name) is not None:
             self.ignored.append(f"--{name}: {why}")
 
-    def leftover(self, no_effect: frozenset[str] | set[str], not_modelled: Mapping[str, str] | None = None) -> list[str]:
+    def leftover(self, no_effect: frozenset[str] | set[str], not_modelled: Mapping[str, str] | None = None,
+                 unknown: Callable[[str], str] | None = None) -> list[str]:
         """One line per unread flag: it changes memory in a way the spec cannot say (with why),
-        it has no memory effect, or it is not understood."""
+        it has no memory effect, or it is not understood (``unknown(name)`` says why, e.g. from
+        the framework's key table)."""
         lines = list(self.ignored)
         for name in self._flags:
             if name in self._used:
@@ -68,6 +70,8 @@ class FlagReader:
                 why = f"affects memory, not modelled: {not_modelled[name]}"
             elif name in no_effect:
                 why = "no effect on memory"
+            elif unknown is not None:
+                why = unknown(name)
             else:
                 why = f"not understood (not a {self._framework} flag oomless knows)"
             lines.append(f"--{name}: {why}")
