@@ -26,6 +26,7 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from ..doctor.diagnose import Diagnosis
     from ..doctor.fit_hook import FitProposal
+    from ..doctor.fix_check import CheckedFix
     from ..doctor.fixes import Fix
     from ..doctor.growth import TelemetryFindings
     from ..doctor.reconcile import Reconciliation
@@ -63,8 +64,14 @@ def doctor_command(
         log_path, telemetry = _run_files(log)
         diagnosis = diagnose(read_log(log_path) if log_path is not None else "")
         measured = _telemetry(telemetry)
-        run = _load_run(spec, from_native, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
-        fixes, reconciliation, fit = (diagnosis.fixes, None, None) if run is None else _with_run(diagnosis, run, spec)
+        hardware = HardwareFlags(gpu, gpus_per_node, nodes, host_ram)
+        run = _load_run(spec, from_native, hardware)
+        native = (from_native[0], Path(from_native[1]), hardware) if run is not None and from_native and from_native[0] else None
+        checked: tuple[CheckedFix, ...] | None = None
+        if run is None:
+            fixes, reconciliation, fit = diagnosis.fixes, None, None
+        else:
+            fixes, reconciliation, fit, checked = _with_run(diagnosis, run, spec, native)
         warnings = run.warnings if run is not None else ()
         if as_json:
             from ..doctor.report import diagnosis_to_dict
@@ -72,11 +79,12 @@ def doctor_command(
             from ..doctor.growth import findings_to_dict
 
             extra = findings_to_dict(measured) if measured is not None else None
-            typer.echo(json.dumps(diagnosis_to_dict(diagnosis, fixes, reconciliation, fit, warnings, telemetry=extra), indent=2))
+            typer.echo(json.dumps(diagnosis_to_dict(diagnosis, fixes, reconciliation, fit, warnings, telemetry=extra,
+                                                    checked=checked), indent=2))
         else:
             for warning in warnings:
                 typer.echo(f"warning: {warning}", err=True)
-            typer.echo(render(diagnosis, fixes, reconciliation, fit))
+            typer.echo(render(diagnosis, fixes, reconciliation, fit, checked))
             if measured is not None:
                 from ..doctor.growth import describe
 
@@ -124,21 +132,41 @@ def _load_run(spec: Path | None, from_native: tuple[str, Path] | None, hardware:
     return None
 
 
-def _with_run(diagnosis: Diagnosis, run: ResolvedRun, spec_path: Path | None) -> tuple[tuple[Fix, ...], Reconciliation | None, FitProposal | None]:
+def _with_run(diagnosis: Diagnosis, run: ResolvedRun, spec_path: Path | None, native: tuple[str, Path, object] | None
+              ) -> tuple[tuple[Fix, ...], Reconciliation | None, FitProposal | None, tuple[CheckedFix, ...] | None]:
+    """Fixes realised for the run and each planned with the margin (the gap the crash measured,
+    if larger); fit's answer with that gap kept free and no safety setting of the run lowered."""
+    import dataclasses
+
     from ..doctor.fit_hook import propose_fit
+    from ..doctor.fix_check import check_fixes
     from ..doctor.fixes import realise
     from ..doctor.reconcile import reconcile
     from ..planner.plan import make_plan
 
     if not diagnosis.recognised:
-        return (), None, None
+        return (), None, None, None
     plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
     fixes = tuple(r for r in (realise(f, run.spec) for f in diagnosis.fixes) if r is not None)
-    return fixes, reconcile(diagnosis, plan), propose_fit(run, spec_path)
+    reconciliation = reconcile(diagnosis, plan)
+    gap = reconciliation.gap_bytes if reconciliation is not None else 0
+    checked = check_fixes(tuple(f for f in fixes if not f.knob.startswith("env:")), run, gap)
+    fit = propose_fit(run, spec_path if native is None else None, gap)
+    if native is not None:
+        from ..doctor.native import native_lines
+
+        if checked is not None:
+            checked = tuple(dataclasses.replace(c, native=native_lines(native[0], native[1], run.spec, c.spec)) for c in checked)
+        if fit.spec is not None:
+            fit = dataclasses.replace(fit, native=native_lines(native[0], native[1], run.spec, fit.spec))
+    return fixes, reconciliation, fit, checked
 
 
-def render(diagnosis: Diagnosis, fixes: tuple[Fix, ...], reconciliation: Reconciliation | None, fit: FitProposal | None) -> str:
-    """The diagnosis as a few labelled lines for a terminal."""
+def render(diagnosis: Diagnosis, fixes: tuple[Fix, ...], reconciliation: Reconciliation | None, fit: FitProposal | None,
+           checked: tuple[CheckedFix, ...] | None = None) -> str:
+    """The diagnosis as a few labelled lines for a terminal; with ``checked`` (fixes planned
+    against the run), only the fixes that fit with the margin are offered, each with its
+    predicted peak, and the others are listed as not enough alone."""
     f = diagnosis.primary
     if f is None:
         return ("No known out-of-memory message found (PyTorch CUDA/HIP, vLLM, NCCL, Ray, kernel OOM killer, CPU allocator).\n"
@@ -150,7 +178,12 @@ def render(diagnosis: Diagnosis, fixes: tuple[Fix, ...], reconciliation: Reconci
         where += f" / {phase.detail}"
     lines.append(f"  phase:  {where}" + (f"   [{phase.evidence}]" if phase.evidence else ""))
     lines.append(f"  cause:  {diagnosis.cause}")
-    if fixes:
+    gap = reconciliation.gap_bytes if reconciliation is not None else 0
+    if checked is not None:
+        from ..doctor.report import render_checked
+
+        lines += render_checked(fixes, checked, gap)
+    elif fixes:
         lines.append("  fixes:")
         for fix in fixes:
             note = "" if fix.keeps_maths else "  (changes the training maths)"
@@ -162,10 +195,9 @@ def render(diagnosis: Diagnosis, fixes: tuple[Fix, ...], reconciliation: Reconci
         lines.append(f"  plan:   {reconciliation.verdict}")
         lines.extend(f"          note: {n}" for n in reconciliation.notes)
     if fit is not None:
-        if fit.changes:
-            lines.append("  fit:    " + "; ".join(f"{k}: {old} → {new}" for k, old, new in fit.changes))
-        if fit.note:
-            lines.append(f"  fit:    {fit.note}")
+        from ..doctor.report import render_fit_proposal
+
+        lines += render_fit_proposal(fit)
     return "\n".join(lines)
 
 

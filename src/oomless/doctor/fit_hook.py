@@ -1,9 +1,12 @@
-"""Fixes from `oomless fit`, when this installation has it.
+"""Fixes from `oomless fit` after a crash: safer only, with the measured gap as a margin.
 
 `oomless.fit` is optional here: it is imported lazily, and anything it raises becomes a note, so
-a diagnosis never depends on it. Entry point used: ``oomless.fit.search.fit(run, raw, base_dir,
-FitOptions())``, whose result's ``best`` (None when nothing fits) carries ``changes``
-({dotted field: (old, new)}) — or, failing that, a ``run.spec`` to compare with the input.
+a diagnosis never depends on it. Entry point: ``oomless.fit.search.fit(run, raw, base_dir,
+FitOptions(margin_bytes=gap, keep_safety_of=run.spec))`` — every answer keeps the gap the crash
+measured between the plan and the run free (`reconcile.Reconciliation.gap_bytes`), and none lowers
+a memory-safety setting the crashed run had (`fit.safety`) unless its plan keeps the gap free on
+top of the usual margin (then `Choice.lowers_safety` says so). The answer carries its predicted
+GPU peak and the room it keeps.
 """
 
 from __future__ import annotations
@@ -21,47 +24,49 @@ class FitProposal:
     changes: tuple[tuple[str, Any, Any], ...] = field(default_factory=tuple)
     """(dotted knob, value in the input spec, value fit proposes)."""
     note: str = ""
+    margin_bytes: int = 0
+    """The measured gap fit was asked to keep free (0: none measured)."""
+    peak_bytes: int | None = None
+    """Predicted peak of the busiest GPU with the changes."""
+    capacity_bytes: int | None = None
+    free_bytes: int | None = None
+    """Room the tightest constraint keeps with the changes beyond the margin."""
+    lowers_safety: tuple[str, ...] = ()
+    native: tuple[str, ...] = ()
+    """The changes in the framework's own keys, when the run came `--from` one."""
+    spec: Any = None
+    """The proposed run spec (None without an answer)."""
 
 
-def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
-    return {prefix[:-1]: data}
+def _changes(best: Any) -> tuple[tuple[str, Any, Any], ...]:
+    return tuple((k, old, new) for k, (old, new) in best.changes.items())
 
 
-def _changes(best: Any, run: Any) -> tuple[tuple[str, Any, Any], ...]:
-    changes = getattr(best, "changes", None)
-    if isinstance(changes, dict):
-        return tuple((k, old, new) for k, (old, new) in sorted(changes.items()))
-    spec = getattr(getattr(best, "run", None), "spec", None)
-    if spec is None:
-        return ()
-    old, new = _flatten(run.spec.model_dump(mode="json")), _flatten(spec.model_dump(mode="json"))
-    return tuple((k, old.get(k), new[k]) for k in sorted(new) if old.get(k) != new[k])
-
-
-def propose_fit(run: Any, spec_path: Path | None = None) -> FitProposal:
-    """What `oomless fit` would change in ``run``'s spec, or why it cannot say. ``spec_path`` is
-    the YAML the run came from (fit keeps its wording); without it the parsed spec is used."""
+def propose_fit(run: Any, spec_path: Path | None = None, gap_bytes: int = 0, keep_safety: bool = True) -> FitProposal:
+    """What `oomless fit` would change in ``run``'s spec with ``gap_bytes`` kept free and the
+    crashed run's safety settings kept, or why it cannot say. ``spec_path`` is the YAML the run
+    came from (fit keeps its wording); without it the parsed spec is used."""
     try:
         if importlib.util.find_spec("oomless.fit") is None:
             return FitProposal(False, note="`oomless fit` is not part of this installation")
         search = importlib.import_module("oomless.fit.search")
-        fit, options = getattr(search, "fit", None), getattr(search, "FitOptions", None)
-        if not callable(fit) or options is None:
-            return FitProposal(False, note="oomless.fit has no search.fit entry point yet")
         from ..spec.load import read_yaml
 
         raw = read_yaml(spec_path) if spec_path else run.spec.model_dump(mode="json", exclude_none=True)
         base = spec_path.resolve().parent if spec_path else Path.cwd()
-        result = fit(run, raw, base, options())
-        best = getattr(result, "best", None)
+        options = search.FitOptions(margin_bytes=max(0, gap_bytes), keep_safety_of=run.spec if keep_safety else None)
+        result = search.fit(run, raw, base, options)
+        best = result.best
         if best is None:
-            return FitProposal(True, note="oomless fit found no configuration that fits with its margin")
-        changes = _changes(best, run)
+            return FitProposal(True, note="oomless fit found no configuration that fits with the margin"
+                               + (" and the measured gap" if gap_bytes > 0 else ""), margin_bytes=gap_bytes)
+        peak = max(d.peak_bytes for d in best.plan.devices)
+        capacity = max(d.capacity_bytes for d in best.plan.devices)
+        changes = _changes(best)
+        from ..fit.probe import slack_vector
+
+        room = min(slack_vector(best.plan, options.effective_margin))
     except Exception as err:  # fit is optional and evolving: its failure must not hide the diagnosis
         return FitProposal(False, note=f"oomless fit failed: {type(err).__name__}: {err}")
-    return FitProposal(True, changes, "" if changes else "oomless fit keeps the spec as it is")
+    return FitProposal(True, changes, "" if changes else "oomless fit keeps the spec as it is", gap_bytes, peak, capacity,
+                       room, tuple(best.lowers_safety), spec=best.run.spec)

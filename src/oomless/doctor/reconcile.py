@@ -41,6 +41,18 @@ class Reconciliation:
     verdict: str
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def gap_bytes(self) -> int:
+        """What the run used beyond the plan's peak when the plan predicted a fit and the log
+        gives the demand (GPU: in use + the request; host: RAM in use); 0 otherwise. Doctor
+        hands it to fit as the margin a fix must keep free."""
+        if not self.predicted_fits or self.predicted_bytes is None or self.logged_demand_bytes is None:
+            return 0
+        if self.device == "gpu" and self.logged_capacity_bytes is not None and self.predicted_limit_bytes is not None \
+                and abs(self.logged_capacity_bytes - self.predicted_limit_bytes) > CAPACITY_TOLERANCE * self.predicted_limit_bytes:
+            return 0
+        return max(0, self.logged_demand_bytes - self.predicted_bytes)
+
 
 def _b(num_bytes: int | None) -> str:
     return "?" if num_bytes is None else format_bytes(num_bytes)
