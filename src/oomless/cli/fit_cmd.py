@@ -22,7 +22,7 @@ from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTI
 
 if TYPE_CHECKING:
     from ..fit.probe import Margin
-    from ..fit.search import Choice
+    from ..fit.search import Choice, FitOptions
     from .fit_native import NativeOutcome
 
 def fit_command(
@@ -38,7 +38,13 @@ def fit_command(
     ),
     allow: list[str] = typer.Option(
         None, "--allow", metavar="KNOB",
-        help="Let a math-changing knob move (repeatable): lora_rank, lengths, num_generations, max_pixels, beta.",
+        help="Let a knob that changes the training move (repeatable): method, lora_rank, lengths, num_generations, "
+        "max_pixels, beta, gpus.",
+    ),
+    maximize_path: str = typer.Option(
+        None, "--maximize", metavar="FIELD",
+        help="Instead: the largest value of a numeric spec field (e.g. lengths.max_completion_tokens) that fits with "
+        "the margin, with everything else as given and with the fastest memory knobs that fit.",
     ),
     top: int = typer.Option(5, "--top", metavar="K", help="Alternatives to list after the best configuration."),
     write: Path = typer.Option(
@@ -66,6 +72,8 @@ def fit_command(
         from ..fit.write import check_target, write_spec
 
         options = FitOptions(_margin(margin, margin_fraction), _allowed(allow, MATH_KNOBS), _top(top))
+        if maximize_path is not None:
+            return _maximize(spec, from_framework, (gpu, gpus_per_node, nodes, host_ram), maximize_path, options, as_json)
         if from_framework is not None:
             from .fit_native import check_targets
 
@@ -128,6 +136,26 @@ def fit_command(
         return EXIT_FITS if result.best is not None else EXIT_DOES_NOT_FIT
 
     run_guarded(body)
+
+
+def _maximize(spec: Path, framework: str | None, hardware: tuple, path: str, options: FitOptions, as_json: bool) -> int:
+    """`--maximize FIELD`: print the largest fitting value (`fit.maximize`)."""
+    from ..fit.maximize import maximize, maximize_lines, maximize_to_dict
+    from ..spec.load import load_run, read_yaml
+
+    if framework is None:
+        run, raw = load_run(spec), read_yaml(spec)
+    else:
+        from .import_cmd import hardware_flags, load_native
+
+        run, raw = load_native(spec, framework, hardware_flags(*hardware))
+    result = maximize(run, raw, spec.resolve().parent, path, options)
+    if as_json:
+        typer.echo(json.dumps(maximize_to_dict(result), indent=2))
+    else:
+        typer.echo("\n".join(maximize_lines(result, _margin_text(options.effective_margin))))
+    found = result.held.value is not None or result.with_knobs is not None
+    return EXIT_FITS if found else EXIT_DOES_NOT_FIT
 
 
 def _margin(gib: float | None, fraction: float | None) -> Margin:
