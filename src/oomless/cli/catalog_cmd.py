@@ -2,6 +2,7 @@
 
 Examples:
     oomless gpus
+    oomless gpus --json
     oomless schema > run-spec.schema.json
 """
 
@@ -12,15 +13,27 @@ import json
 import typer
 
 
-def gpus_command() -> None:
+def gpus_command(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
     """List the GPU catalog with usable capacity and how it is known (measured/reported/derived)."""
     from ..catalog.gpus import capacity_rule, gpu_ids, load_gpu
     from ..units import GiB
 
-    for gid in gpu_ids():
-        g = load_gpu(gid)
+    gpus = [load_gpu(gid) for gid in gpu_ids()]
+    if as_json:
+        rows = [{"id": gid, "name": g.name, "capacity_bytes": g.capacity_bytes, "capacity_gib": round(g.capacity_bytes / GiB, 2),
+                 "capacity_source": g.capacity_source, "nvidia_smi_bytes": g.nvidia_smi_bytes, "bf16": g.bf16}
+                for gid, g in zip(gpu_ids(), gpus)]
+        typer.echo(json.dumps({"gpus": rows, "derived_capacity_rule": capacity_rule()}, indent=2))
+        return
+    for gid, g in zip(gpu_ids(), gpus):
         typer.echo(f"{gid:14s} {g.capacity_bytes / GiB:8.2f} GiB  {g.capacity_source:8s} {g.name}")
-    typer.echo(f"\nderived: {capacity_rule()}")
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size().columns
+    typer.echo("\n" + textwrap.fill(f"derived: {capacity_rule()}", width=max(width, 40), subsequent_indent="  "))
 
 
 def schema_command() -> None:

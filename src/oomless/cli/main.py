@@ -3,16 +3,24 @@
 Each command lives in its own module; this one wires them up and maps known exceptions to a
 one-line message and an exit code (see `oomless.errors`). Heavy modules are imported lazily
 inside commands so `oomless --help` starts fast.
+
+Terminal conventions: `-h`/`--help` and `--version` on the root and on every command; output
+width and colour are rich's own detection (`COLUMNS`, the terminal's size, no colour when
+stdout is not a terminal or `NO_COLOR` is set); a closed pipe (`oomless plan x.yaml | head -1`)
+ends the output quietly and keeps the command's exit code (`_PipeSafeStdout`).
 """
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import typer
 
+from .. import __version__
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, InputError
 
 app = typer.Typer(
@@ -23,14 +31,28 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 _state = {"debug": False}
+VERSION_FLAG = "--version"
+
+
+def version_line() -> str:
+    return f"oomless {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit(0)
 
 
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    version: bool = typer.Option(False, VERSION_FLAG, is_eager=True, callback=_print_version,
+                                 help="Print oomless's version and exit (also after any command)."),
 ) -> None:
     _state["debug"] = debug
 
@@ -84,11 +106,69 @@ def _register() -> None:
 _register()
 
 
+class _PipeSafeRaw(io.RawIOBase):
+    """A raw writer on a file descriptor that drops what a closed pipe no longer reads: the
+    first EPIPE (`BrokenPipeError`; Python ignores SIGPIPE) marks it broken, and every later
+    write is dropped, so a reader that stops early (`| head -1`) leaves no traceback, no
+    "Exception ignored" line at exit (exit code 120), and the command's own exit code."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self.broken = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: Any) -> int:
+        size = len(memoryview(data).cast("B"))
+        if not self.broken:
+            try:
+                return os.write(self._fd, data)
+            except BrokenPipeError:
+                self.broken = True
+        return size
+
+    def close(self) -> None:  # fd 1 stays open: the interpreter owns it
+        self.flush()
+
+
+def _pipe_safe_stdout() -> None:
+    """Put `_PipeSafeRaw` under `sys.stdout`, keeping its encoding and buffering; a stdout
+    without a file descriptor (a test runner's capture) is left as it is."""
+    stdout = sys.stdout
+    try:
+        fd = stdout.fileno()
+        stdout.flush()
+    except (AttributeError, OSError, ValueError):
+        return
+    buffered = io.BufferedWriter(_PipeSafeRaw(fd))
+    sys.stdout = io.TextIOWrapper(buffered, encoding=stdout.encoding, errors=stdout.errors,
+                                  line_buffering=stdout.line_buffering,
+                                  write_through=getattr(stdout, "write_through", False))
+
+
+def _asks_version(args: list[str]) -> bool:
+    """`--version` after a command (`oomless plan --version`): before any `--`."""
+    return VERSION_FLAG in (args[:args.index("--")] if "--" in args else args)
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point. Usage errors (unknown option, missing argument) are
     click's plain three-line message and exit code 2, like every other bad input."""
+    args = argv if argv is not None else sys.argv[1:]
+    _pipe_safe_stdout()
+    if _asks_version(args):
+        typer.echo(version_line())
+        raise SystemExit(0)
     try:
-        return app(args=argv if argv is not None else sys.argv[1:], prog_name="oomless")
+        return app(args=args, prog_name="oomless")
     except KeyboardInterrupt:
         raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as err:  # noqa: BLE001 - commands outside run_guarded (models, gpus, schema)

@@ -94,10 +94,12 @@ def _list(as_json: bool) -> int:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return 0
+    id_width = max((len(r["id"]) for r in rows), default=0)
     for r in rows:
-        kind = "  vision" if r["vision"] else ""
-        typer.echo(f"{r['id']:50s} {r['num_parameters'] / 1e9:8.2f} B {r['num_layers']:4d} layers  {r['model_type']}{kind}")
-    typer.echo(f"\n{len(rows)} shipped; any Hub id, HF-cache entry or local folder with a config.json works too")
+        kind = " VL" if r["vision"] else ""
+        typer.echo(f"{r['id']:{id_width}s} {r['num_parameters'] / 1e9:7.2f} B {r['num_layers']:3d} layers {r['model_type']}{kind}")
+    typer.echo(f"\n{len(rows)} shipped (VL: vision-language). Any Hub id, HF-cache entry or folder with a\n"
+               "config.json works too.")
     return 0
 
 
