@@ -63,6 +63,8 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
             f"CUDA graphs {format_bytes(b.cuda_graph_bytes)} + KV cache {format_bytes(b.kv_cache_bytes)} "
             f"({tokens:,} tokens)"
         )
+    for note in plan.notes:
+        out.print(f"note: {note}", markup=False)
     out.print(f"Micro-batches per GPU: {_batch_line(plan)}")
     if plan.typical is not None:
         out.print(f"Typical batch: {_batch_line(plan.typical)}")

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import InputError
 from ..perf.hardware import gpu_perf
 from ..perf.step import StepEstimate, estimate_plan
+from ..planner.defaults import DEFAULT_MARGIN_FRACTION as PLANNER_MARGIN_FRACTION, utilization_unset
 from ..planner.plan import Plan
 from ..spec.ignored import ignored_fields
 from ..spec.load import ResolvedRun, load_run, parse_spec, read_yaml, resolve
@@ -33,7 +34,7 @@ from .region_search import Counts, search_region
 from .safety import lowered_settings, mark_lowering
 from .space import MATH_FIELDS, MathSetting, factors, math_levels
 
-DEFAULT_MARGIN_FRACTION = 0.05
+DEFAULT_MARGIN_FRACTION = PLANNER_MARGIN_FRACTION
 """Unless told otherwise every constraint keeps 5 % of its device's capacity free (the planner's
 known unknowns, e.g. vLLM's profile peak, are a few GiB on large GPUs)."""
 CHANGE_COST_FRACTION = 0.01
@@ -202,6 +203,9 @@ class _Search:
 
     def recheck(self, overrides: Overrides, label: str) -> Choice | None:
         changes = changed(self.run.spec, overrides)
+        path = "rollout.gpu_memory_utilization"
+        if utilization_unset(self.run.spec) and path in overrides:
+            changes[path] = (None, plain(overrides[path]))  # written, so the spec plans as predicted
         try:
             data = spec_data(self.raw, changes)
             run = resolve(parse_spec(data), self.base_dir)

@@ -25,6 +25,7 @@ from ..memory import vllm as V
 from ..memory.components import Component, total_bytes
 from ..spec.run import Role, RolloutEngine, RunSpec
 from ..units import gib_to_bytes
+from .defaults import resolve_defaults
 from .engine import engine_budget
 from .batches import DataLengths
 from .gpu_phases import GroupPlanner
@@ -127,6 +128,8 @@ class Plan:
     """Host RAM over the run's steps: growth terms and checkpoint saves (`planner.timeline`)."""
     longest_fitting_prompt_tokens: int | None = None
     """When the worst batch does not fit: the longest prompt with which it would (`longest_fitting_prompt`)."""
+    notes: tuple[str, ...] = ()
+    """Defaults the planner chose for fields the spec left unset (`planner.defaults`); ``spec`` has them set."""
 
     @property
     def worst_fits(self) -> bool:
@@ -230,7 +233,16 @@ def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[R
     lengths, percentiles, a token budget's balanced parts) its plan comes beside it, and when
     only the typical one fits, the chance of the worst (`risk.batch_risk`). ``explain`` adds,
     when the worst batch does not fit, the longest prompt with which it would (a search of
-    plans; `oomless plan` asks for it, the fit search does not)."""
+    plans; `oomless plan` asks for it, the fit search does not). Fields the planner chooses when
+    the spec leaves them unset (`planner.defaults`) are set in the plan's spec and named in
+    its notes."""
+    spec, notes = resolve_defaults(spec, lambda s: plan_batch(s, arch, gpu, archs))
+    plan = _make_plan(spec, arch, gpu, archs, explain)
+    return dataclasses.replace(plan, notes=notes) if notes else plan
+
+
+def _make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[Role, ModelArch] | None,
+               explain: bool) -> Plan:
     worst = plan_batch(spec, arch, gpu, archs)
     if explain and not worst.worst_fits:
         longest = longest_fitting_prompt(spec, arch, gpu, archs)

@@ -150,6 +150,7 @@ def plan_to_dict(plan: Plan, warnings: tuple[str, ...] = ()) -> dict[str, Any]:
         "margin_bytes": binding.margin_bytes,
         "violations": [_constraint(c) for c in plan.violations],
         "warnings": list(warnings),
+        "notes": list(plan.notes),
         "algorithm": plan.spec.algorithm.value,
         "model": {
             "id": plan.arch.name,

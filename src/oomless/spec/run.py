@@ -244,7 +244,11 @@ class Rollout(_Frozen):
         1, description="vllm_separate only: GPUs per node given to vLLM (the rest train). Default 1."
     )
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
-        0.9, description="vLLM's per-instance fraction of total GPU memory, in (0, 1]. Default 0.9 (vLLM)."
+        0.9,
+        description="vLLM's per-instance fraction of total GPU memory, in (0, 1]. Default: with vllm_colocate, the "
+        "largest (up to vLLM's 0.9) with which the run fits beside the trainer with a 5 % margin, which the plan "
+        "names (`oomless.planner.defaults`); otherwise 0.9 (vLLM). Framework configs read with --from always "
+        "carry their framework's own default.",
     )
     tensor_parallel_size: Annotated[int, Field(ge=1)] = Field(1, description="vLLM tensor parallel size. Default 1.")
     max_num_seqs: Annotated[int, Field(ge=1)] | None = Field(
@@ -312,6 +316,11 @@ class Rollout(_Frozen):
     )
     offload_model: bool = Field(False, description="Move training (and reference) weights to CPU during rollout (ms-swift). Default false.")
     offload_optimizer: bool = Field(False, description="Move optimizer states to CPU during rollout (ms-swift). Default false.")
+
+    @property
+    def utilization_given(self) -> bool:
+        """The spec sets gpu_memory_utilization (else the planner may choose it: `planner.defaults`)."""
+        return "gpu_memory_utilization" in self.model_fields_set
 
 
 class Ray(_Frozen):
