@@ -37,6 +37,9 @@ rect.seg{cursor:pointer} rect.seg.dim{opacity:.18}
 table{border-collapse:collapse;font-size:13px;margin:4px 0 12px} td,th{border-bottom:1px solid #e3e3e3;padding:3px 10px;text-align:left}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap} tr.bad td{color:#c0392b}
 footer{color:#777;font-size:12px;margin-top:32px}
+.explain details{margin:2px 0 2px 8px;font-size:13px} .explain summary{cursor:pointer}
+.explain code{font-size:12px;background:#f6f6f6;padding:1px 3px;border-radius:3px;overflow-wrap:anywhere}
+.explain .src{color:#555;margin:2px 0 8px 16px} .explain .same{color:#777;font-size:13px;margin:2px 0 2px 8px}
 """
 
 SCRIPT = """
@@ -158,6 +161,50 @@ def plan_tables(doc: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _number(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) or float(value).is_integer() else f"{value:g}"
+
+
+def _inputs_table(inputs: list[dict[str, Any]]) -> str:
+    rows = []
+    for i in inputs:
+        how = f"{i['formula']['expression']} = {i['formula']['filled']}" if i.get("formula") else ""
+        rows.append([i["symbol"], _number(i["value"]), i["meaning"], how, i.get("source", "")])
+    return table(["symbol", "value", "meaning", "computed as", "source"], rows, {1})
+
+
+def _formula_html(f: dict[str, Any]) -> str:
+    value = _number(f["value"])
+    lines = [f"= {f['expression']}"] + ([f"= {f['filled']}"] if f["filled"] not in (f["expression"], value) else []) + [f"= {value} B"]
+    note = f"<div class=src>{escape(f['note'])}</div>" if f.get("note") else ""
+    return ("<div>" + "<br>".join(f"<code>{escape(x)}</code>" for x in lines) + "</div>" + _inputs_table(f["inputs"]) + note
+            + f"<div class=src>source: {escape(f['source'])}<br>code: <code>{escape(f['code'])}</code></div>")
+
+
+def explain_html(entries: list[dict[str, Any]]) -> str:
+    """"Where the numbers come from": per device group and phase, each component's formula,
+    its inputs filled in, the result and the source (`oomless.explain.to_dicts`); a component
+    already shown in an earlier phase of the group with the same formula is one line."""
+    out, heading, shown = ['<div class="explain">'], None, {}
+    for e in entries:
+        where = f"{e['group']} GPUs" if e["device"] == "gpu" else "host RAM per node"
+        if (where, e["phase"]) != heading:
+            heading = (where, e["phase"])
+            out.append(f"<h3>{escape(where)} · {escape(e['phase'])}</h3>")
+        f = e.get("formula")
+        key = (e["device"], e["group"], e["name"], e["num_bytes"], f["filled"] if f else e.get("error", ""))
+        head = f"{escape(e['name'])} = {escape(format_bytes(e['num_bytes']))} ({escape(e['category'])})"
+        if key in shown:
+            out.append(f'<div class="same">{head} — as in {escape(shown[key])}</div>')
+            continue
+        shown[key] = e["phase"]
+        body = _formula_html(f) if f else f"<div class=src>no explanation: {escape(e.get('error', ''))}</div>"
+        summary = f" <code>= {escape(f['expression'])}</code>" if f else ""
+        out.append(f"<details><summary>{head}{summary}</summary>{body}</details>")
+    out.append("</div>")
+    return "".join(out)
+
+
 def verdict_html(text: str, fits: bool) -> str:
     return f'<p class="verdict {"fits" if fits else "oom"}">{escape(text)}</p>'
 
@@ -169,4 +216,6 @@ def plan_html(doc: dict[str, Any], chart: PlanChart) -> str:
         f"<h2>Memory per phase</h2>{panels_grid(rows, 'p')}{legend_html(chart.legend)}"
         f"<h2>Details</h2>{plan_tables(doc)}"
     )
+    if doc.get("explain"):
+        body += f"<h2>Where the numbers come from</h2>{explain_html(doc['explain'])}"
     return page(f"oomless plan — {chart.title}", body, "oomless-plan", doc, doc["oomless_version"])

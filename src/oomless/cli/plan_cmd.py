@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -21,6 +21,8 @@ from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
 
 if TYPE_CHECKING:
     from ..adapters import HardwareFlags
+    from ..explain import Explained
+    from ..planner.plan import Plan
     from ..spec.load import ResolvedRun
 
 
@@ -37,6 +39,7 @@ def plan_command(
     host_ram: float = HOST_RAM_OPTION,
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML chart of the plan."),
     png: Path = typer.Option(None, "--png", help="Also write a PNG chart of the plan."),
+    explain: bool = typer.Option(False, "--explain", help="Also show where every number comes from (as `oomless explain`)."),
 ) -> None:
     """Plan one run: peak memory per phase on every GPU and on the host; exit 0 fits, 1 does not fit, 2 bad input."""
     from .main import run_guarded
@@ -52,19 +55,34 @@ def plan_command(
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)
         document = plan_to_dict(plan, run.warnings)
+        explained = explained_plan(plan) if explain or html is not None else None
         if html is not None or png is not None:
             from ..charts import write_charts
 
-            write_charts(document, html=html, png=png, inputs=(spec,))
+            drawn = document if explained is None else {**document, "explain": explained[1]}
+            write_charts(drawn, html=html, png=png, inputs=(spec,))
         if as_json:
-            typer.echo(json.dumps(document, indent=2))
+            typer.echo(json.dumps({**document, "explain": explained[1]} if explained and explain else document, indent=2))
         else:
             from .render import render_plan
 
             render_plan(plan)
+            if explained and explain:
+                from ..explain import title
+                from ..explain.render import render_text
+
+                typer.echo(render_text(explained[0], "\n" + title(plan)), nl=False)
         return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
 
     run_guarded(body)
+
+
+def explained_plan(plan: Plan) -> tuple[list[Explained], list[dict[str, Any]]]:
+    """Every component's explanation (`oomless.explain`) and its JSON form."""
+    from ..explain import explain_plan, to_dicts
+
+    entries = explain_plan(plan)
+    return entries, to_dicts(entries)
 
 
 def load_any(path: Path, framework: str | None, hardware: HardwareFlags) -> ResolvedRun:

@@ -170,4 +170,4 @@ def constant_formula(module: ModuleType, name: str) -> Formula:
     """A component that is one empirical constant: the formula is the constant, its source
     the provenance written under it."""
     doc, where = constant_doc(module, name)
-    return Formula(name, (Input(name, getattr(module, name), where),), source=doc, code=where)
+    return Formula(name, (constant(module, name),), source=doc, code=where)
