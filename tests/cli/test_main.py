@@ -26,6 +26,17 @@ EXPECTED_SURFACE = {
         ("host_ram", ("--host-ram",), "option", False, None),
         ("html", ("--html",), "option", False, None),
         ("png", ("--png",), "option", False, None),
+        ("explain", ("--explain",), "option", False, False),
+    ],
+    "explain": [
+        ("spec", ("spec",), "argument", True, None),
+        ("component", ("component",), "argument", False, None),
+        ("as_json", ("--json",), "option", False, False),
+        ("from_framework", ("--from",), "option", False, None),
+        ("gpu", ("--gpu",), "option", False, None),
+        ("gpus_per_node", ("--gpus-per-node",), "option", False, None),
+        ("nodes", ("--nodes",), "option", False, None),
+        ("host_ram", ("--host-ram",), "option", False, None),
     ],
     "compare": [
         ("before", ("before",), "argument", True, None),
