@@ -18,7 +18,7 @@ from .. import common as C
 from .reader import CLASSIC, DOTTED, FLAG
 
 
-NATIVE_STYLE = "flags"
+NATIVE_STYLE = "switch_flags"
 """`train_ppo_ray --flag value`; a switch (store_true) is present for True, absent for False."""
 NATIVE_DIALECTS = (DOTTED, CLASSIC)
 MAIN_FILE = "train_ppo_ray.sh"
@@ -109,7 +109,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
         c["vllm_engines"] = 0
     c.update(ds_sleep=spec.placement.offload_idle_models, ref_reward_offload=spec.placement.offload_idle_models,
              ref_offload=spec.placement.offload_idle_models, reward_offload=spec.placement.offload_idle_models,
-             zero_stage={"ddp": 0}.get(strategy, int(strategy[-1:] or 0)), adam_offload=spec.distribution.offload_optimizer,
+             zero_stage=0 if strategy == "ddp" else int(strategy[-1]), adam_offload=spec.distribution.offload_optimizer,
              grad_ckpt=spec.gradient_checkpointing, attn=spec.attention.value,
              param_dtype="fp16" if spec.precision.value == "fp16_mixed" else "bf16")
     c.update(_training_flags(spec, algorithm))
