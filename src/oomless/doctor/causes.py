@@ -55,7 +55,13 @@ def torch_cause(f: Finding, phase: PhaseGuess) -> str:
     gpu = f" on GPU {n['gpu_index']}" if "gpu_index" in n else ""
     if f.variant == "cuda_runtime":
         return f"A CUDA call ran out of GPU memory{_where(phase)}{gpu}, outside PyTorch's allocator (no sizes printed)."
-    head = f"{api} out of memory{_where(phase)}: a {_b(req)} allocation failed{gpu} ({_b(cap)} total, {_b(free)} free)"
+    if f.variant == "ray_task_error":
+        task = f" in Ray task {f.labels['ray_task']}" if "ray_task" in f.labels else " in a Ray task"
+        return (f"PyTorch ran out of GPU memory{task}{_where(phase)} (RayTaskError(OutOfMemoryError)); the allocator's "
+                "sizes are in that worker's traceback, which the log does not hold.")
+    sizes = ", ".join(x for x in (f"{_b(cap)} total" if cap is not None else "", f"{_b(free)} free" if free is not None else "") if x)
+    what = f"a {_b(req)} allocation failed" if req is not None else "an allocation failed"
+    head = f"{api} out of memory{_where(phase)}: {what}{gpu}" + (f" ({sizes})" if sizes else "")
     if req is not None and cap is not None and req > cap:
         return head + "; one tensor larger than the whole GPU points at an unbounded size (sequence length, batch, logits), not at tuning."
     if req is not None and free is not None and cap and free - req >= max(FREE_SLACK_BYTES, FRAGMENTATION_FRACTION * cap):
@@ -108,6 +114,12 @@ def vllm_cause(f: Finding) -> str:
             budget = f" ({n['gpu_memory_utilization']:.2f} × {_b(n['total_gpu_memory_bytes'])})"
         return (f"vLLM had no memory left for the KV cache: weights, the profile run's activations and non-torch memory "
                 f"used up its gpu_memory_utilization budget{budget}.")
+    if f.kind == Kind.vllm_warmup_oom:
+        seqs = n.get("num_dummy_requests")
+        count = f"{seqs} dummy requests (max_num_seqs)" if seqs is not None else "max_num_seqs dummy requests"
+        return (f"vLLM ran out of GPU memory warming up its {f.labels.get('warmed_up', 'sampler')} with {count} at start-up: "
+                "the KV cache had already taken the utilization budget, and the sampler's logits for that many sequences "
+                "did not fit in what was left.")
     if f.kind == Kind.vllm_max_seq_len:
         if f.variant == "v1":
             return (f"vLLM's KV cache cannot hold one max_model_len={n.get('max_model_len', '?')} sequence: it needs "
@@ -121,6 +133,8 @@ def vllm_cause(f: Finding) -> str:
 def vllm_fixes(f: Finding) -> tuple[F.Fix, ...]:
     if f.kind == Kind.vllm_wake_up_oom:
         return F.phase_fixes("rollout", "wake_up")
+    if f.kind == Kind.vllm_warmup_oom:
+        return (F.MAX_SEQS, F.UTIL_LOWER)  # the two knobs vLLM's own message names
     out = list(F.VLLM_FIXES[f.kind.value])
     if f.kind == Kind.vllm_startup_free_memory:
         util = suggested_utilization(f)
@@ -147,11 +161,20 @@ def host_cause(f: Finding) -> str:
             top = f"; the largest process was {labels['top_user_command']} with {_b(n.get('top_user_bytes'))}"
         return f"Ray's memory monitor killed{victim} because node RAM crossed its threshold{usage}{threshold}{top}."
     if f.kind == Kind.kernel_oom_kill:
-        scope = "its cgroup limit (container or job)" if f.variant == "cgroup" else "host RAM"
+        cgroup = f.variant == "cgroup" or labels.get("scope") == "cgroup"
+        scope = "its cgroup limit (container or job)" if cgroup else "host RAM"
         return (f"The Linux OOM killer killed {labels.get('process_name', '?')} (pid {n.get('pid', '?')}) holding "
                 f"{_b(n.get('anon_rss_bytes'))} of anonymous memory when {scope} ran out.")
     if f.kind == Kind.host_alloc_oom:
         return f"A host (CPU) allocation of {_b(n.get('requested_bytes'))} failed: host RAM ran out."
+    if f.kind == Kind.process_killed:
+        who = f" ({labels['command'][:80]})" if "command" in labels else (f" (pid {n['pid']})" if "pid" in n else "")
+        return (f"A process{who} was killed by SIGKILL (signal 9, exit status 137): the Linux OOM killer sends it when host "
+                "RAM or a container's memory limit runs out (`dmesg | grep -i 'killed process'` on that node confirms it); "
+                "a launcher also sends it to workers that ignore SIGTERM after another rank failed, so look for an error above.")
+    if f.kind == Kind.kernel_oom_kill and f.variant == "invoked":
+        return (f"The Linux OOM killer ran (invoked by {labels.get('invoking_process', '?')}); the line naming the process "
+                "it killed is not in the log.")
     return ("A Ray worker died without a Python error; Ray names the kernel OOM killer as the first suspect "
             "(`dmesg | grep -i 'killed process'` confirms it).")
 

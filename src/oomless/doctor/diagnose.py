@@ -14,10 +14,7 @@ from .findings import SECONDARY, Finding, Kind
 from .fixes import Fix
 from .phase import PhaseGuess, frameworks, infer_phase
 
-PARSERS: tuple[Callable[[str], Iterator[Finding]], ...] = (
-    G.torch_oom, G.vllm_startup_free_memory, G.vllm_no_cache_blocks, G.vllm_max_seq_len, G.vllm_wake_up_oom,
-    G.nccl_oom, H.ray_oom, H.ray_worker_died, H.kernel_oom_kill, H.host_alloc_oom,
-)
+PARSERS: tuple[Callable[[str], Iterator[Finding]], ...] = (*G.PARSERS, *H.PARSERS)
 MAX_FINDINGS_PER_PARSER = 1000
 """A log repeating one message more often than this (a crash loop) is read for its first ones;
 it bounds the work on adversarial input."""
@@ -29,6 +26,7 @@ KIND_PHASE = {
     Kind.vllm_startup_free_memory: PhaseGuess("load", "engine_start", "vLLM's start-up memory check"),
     Kind.vllm_no_cache_blocks: PhaseGuess("load", "engine_start", "vLLM sizes its KV cache at start-up"),
     Kind.vllm_max_seq_len: PhaseGuess("load", "engine_start", "vLLM sizes its KV cache at start-up"),
+    Kind.vllm_warmup_oom: PhaseGuess("load", "engine_start", "vLLM warms up its sampler at start-up"),
 }
 """Messages that can only happen in one phase, whatever the frames say."""
 KIND_DEFAULT_PHASE = {

@@ -23,6 +23,9 @@ class Kind(str, Enum):
     """vLLM's KV cache cannot hold one sequence of max_model_len tokens."""
     vllm_wake_up_oom = "vllm_wake_up_oom"
     """vLLM's cumem allocator could not map memory back (sleep mode wake-up)."""
+    vllm_warmup_oom = "vllm_warmup_oom"
+    """vLLM ran out of GPU memory warming up its sampler (or pooler) with max_num_seqs dummy
+    requests at start-up, after the KV cache had taken its budget."""
     nccl_oom = "nccl_oom"
     """NCCL could not allocate its communication buffers on the GPU."""
     ray_oom = "ray_oom"
@@ -33,16 +36,20 @@ class Kind(str, Enum):
     """The Linux OOM killer (global or cgroup) killed a process."""
     host_alloc_oom = "host_alloc_oom"
     """PyTorch's CPU allocator could not allocate host memory."""
+    process_killed = "process_killed"
+    """A process died of SIGKILL (signal 9, exit status 137 or -9) as a shell or launcher reports
+    it; the Linux OOM killer is the usual sender, but the message does not name it."""
 
 
 DEVICE = {
     Kind.torch_gpu_oom: "gpu", Kind.vllm_startup_free_memory: "gpu", Kind.vllm_no_cache_blocks: "gpu",
-    Kind.vllm_max_seq_len: "gpu", Kind.vllm_wake_up_oom: "gpu", Kind.nccl_oom: "gpu",
+    Kind.vllm_max_seq_len: "gpu", Kind.vllm_wake_up_oom: "gpu", Kind.vllm_warmup_oom: "gpu", Kind.nccl_oom: "gpu",
     Kind.ray_oom: "host", Kind.ray_worker_died: "host", Kind.kernel_oom_kill: "host", Kind.host_alloc_oom: "host",
+    Kind.process_killed: "host",
 }
 """Which memory ran out for each kind."""
 
-SECONDARY = frozenset({Kind.nccl_oom, Kind.ray_worker_died})
+SECONDARY = frozenset({Kind.nccl_oom, Kind.ray_worker_died, Kind.process_killed})
 """Kinds that are usually consequences of another failure; a direct OOM message, if present,
 is the primary finding."""
 

@@ -58,6 +58,9 @@ RULES: tuple[Rule, ...] = (
     # (`make_experience_list`), ppo_actor.py (`ppo_train`, `_broadcast_to_vllm`); ms-swift
     # rlhf_trainer (`_move_model_to_vllm`); DeepSpeed engine.py / stage3.py / stage_1_and_2.py.
     _r("rollout", "wake_up", True, "wake_up _wake_up resume_memory_occupation", line=r"\.wake_up\("),
+    # vLLM warms up its sampler/pooler at engine start (vllm/v1/worker/gpu_model_runner.py)
+    _r("load", "engine_start", True, "_dummy_sampler_run _dummy_pooler_run compile_or_warm_up_model",
+       line=r"occurred when warming up (?:sampler|pooler)"),
     _r("weight_sync", None, True,
        "_move_model_to_vllm move_model_to_vllm _sync_weights sync_weights sync_model_weights update_weights "
        "_update_weights update_weight update_weights_from_tensor broadcast_to_vllm _broadcast_to_vllm "
@@ -96,6 +99,11 @@ _FRAME = re.compile(
     r'|File ([^\s:"]+\.py):(\d+),? in ([\w.<>]+)'
     r'|(?<!\S)(\S+\.py):(\d+) in ([\w<>]+)'  # starts only at a word's start: linear in the line's length
 )
+_RAY_TASK = re.compile(r"\bray::(\w{1,100})\.(\w{1,200})\(\)")
+"""Ray's task header (python/ray/exceptions.py `RayTaskError.__str__` prints the worker's process
+title "ray::Class.method" and the pid): the method is the frame that raised. verl's WorkerDict
+prefixes the worker's role ("actor_rollout_generate_sequences"), so the longest suffix that names
+a rule's function decides."""
 _FRAMEWORK = re.compile(r"[/\\](verl|trl|swift|openrlhf|deepspeed|vllm|ray|transformers|accelerate|peft|EasyR1|slime)[/\\]")
 
 
@@ -127,11 +135,25 @@ def _events(lines: list[str], first: int) -> list[_Event]:
                 if rule.matches_frame(path, func):
                     out.append(_Event(number, rule, f"frame {func} ({_short(path)}:{lineno})"))
                     break
+        for m in _RAY_TASK.finditer(raw):
+            event = _ray_task_event(number, m.group(1), m.group(2))
+            if event is not None:
+                out.append(event)
         for rule in RULES:
             if rule.line is not None and rule.line.search(raw):
                 out.append(_Event(number, rule, f"log line {raw.strip()[:80]!r}"))
                 break
     return out
+
+
+def _ray_task_event(number: int, cls: str, method: str) -> _Event | None:
+    parts = method.split("_")
+    for i in range(len(parts)):
+        func = "_".join(parts[i:])
+        rule = next((r for r in RULES if r.funcs and r.path is None and func in r.funcs), None)
+        if rule is not None:
+            return _Event(number, rule, f"Ray task {cls}.{method}")
+    return None
 
 
 def _short(path: str) -> str:
