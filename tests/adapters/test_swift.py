@@ -325,7 +325,7 @@ def test_flags_without_a_spec_field_are_reported_with_the_reason() -> None:
                                         "frobnicate": 1}, {"NPROC_PER_NODE": 4}))
     assert spec["batch"]["padding_free"] is True and spec["distribution"]["sequence_parallel_size"] == 2
     assert "--learning_rate: no effect on memory" in ignored
-    assert "--frobnicate: not understood (not a ms-swift 4.6 flag oomless knows)" in ignored
+    assert "--frobnicate: not a ms-swift key in any release 3.2–4.6 (nor of transformers 4.46–5.24)" in ignored
 
 
 def test_precision_rules() -> None:

@@ -100,7 +100,7 @@ def transformers_table() -> KeyTable:
 
 
 def other_release_note(key: str, current: tuple[tuple[KeyTable, tuple[int, ...]], ...], release: str,
-                       meaning: str = "") -> str | None:
+                       meaning: str = "", shown: str | None = None) -> str | None:
     """A note for a key of another release, read with its meaning there: ``current`` pairs each
     table with the release in use ("TRL 1.16" in ``release``); None when one of those releases
     has ``key``, or no release read has it (`unknown_key_line` then)."""
@@ -109,14 +109,16 @@ def other_release_note(key: str, current: tuple[tuple[KeyTable, tuple[int, ...]]
     table = next((table for table, _ in current if key in table), None)
     if table is None:
         return None
-    return f"`{key}`: {table.range_text(key)}; {meaning or f'read with its meaning there (not a {release} key)'}"
+    return f"`{shown or key}`: {table.range_text(key)}; {meaning or f'read with its meaning there (not a {release} key)'}"
 
 
-def unknown_key_line(tables: tuple[KeyTable, ...], key: str, shown: str | None = None) -> str | None:
-    """The warning for a key of no release of any of ``tables`` (None when one has it); the
-    first table names the framework, the others are the classes it inherits keys from."""
-    if any(key in table for table in tables):
-        return None
+def unread_key_why(tables: tuple[KeyTable, ...], key: str) -> str:
+    """Why a key nobody read is reported: it is in no release of any of ``tables`` (the first
+    names the framework, the others the classes it inherits keys from), or it is a key of one
+    that oomless does not read."""
+    owner = next((table for table in tables if key in table), None)
+    if owner is not None:
+        return f"not understood (a {owner.framework} key oomless does not read)"
     main, *others = tables
     also = f" (nor of {', '.join(f'{t.framework} {t.span_text}' for t in others)})" if others else ""
-    return f"{shown or key}: not a {main.framework} key in any release {main.span_text}{also}"
+    return f"not a {main.framework} key in any release {main.span_text}{also}"

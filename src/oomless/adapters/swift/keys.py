@@ -141,7 +141,7 @@ FLAGS: dict[str, tuple[Version, Version | None, str]] = {
     "per_device_train_batch_size": ((3, 2), None, "swift/trainers/arguments.py TrainArgumentsMixin (1)"),
     "gradient_accumulation_steps": ((3, 2), None, "swift/llm/argument/rlhf_args.py _set_default (GRPO: 1)"),
     "gradient_checkpointing": ((3, 2), None, "swift/trainers/arguments.py TrainArgumentsMixin (true)"),
-    "vit_gradient_checkpointing": ((3, 2), None, "swift/trainers/arguments.py (None: follows)"),
+    "vit_gradient_checkpointing": ((3, 5), None, "swift/trainers/arguments.py (None: follows)"),
     "use_liger_kernel": ((3, 2), None, "swift/trainers/arguments.py TrainArgumentsMixin (false)"),
     "optim": ((3, 2), None, "transformers TrainingArguments (adamw_torch)"),
     "deepspeed": ((3, 2), None, "swift/llm/argument/train_args.py (zero0..zero3_offload or a JSON path)"),
@@ -167,13 +167,18 @@ FLAGS: dict[str, tuple[Version, Version | None, str]] = {
     "gc_collect_after_offload": ((3, 4), (3, 10), "swift/trainers/arguments.py (deprecated no-op from 3.7)"),
     "move_model_batches": ((3, 4), None, "swift/trainers/arguments.py GRPOArgumentsMixin (None: whole model)"),
 }
-"""Every flag the swift exporter writes (and the importer maps), with the versions that have it
-and where it is defined. Tests check each exported flag against this table."""
+"""Every flag the swift exporter writes (and the importer maps), with the versions whose reader
+profile reads it and where it is defined: (first version, first version that no longer reads it,
+source). The generated table (`data/key_table.json`, `key_tables.load("swift")`) has the releases
+each flag exists in; tests check that it exists from the first version here and is gone by the
+newest release read where a removal is given. A removal here can be a deprecation: ms-swift
+3.5 still parses num_infer_workers and vllm_device (deprecated, for removal in 3.6), and
+tensor_parallel_size is parsed up to 3.9 (not in 3.6), though 3.8 reads it no more in this adapter."""
 
 NO_MEMORY_EFFECT = frozenset({
     "dataset", "val_dataset", "external_plugins", "reward_funcs", "reward_weights", "learning_rate",
     "num_train_epochs", "max_steps", "save_steps", "save_strategy", "save_total_limit", "save_only_model",
-    "eval_steps", "eval_strategy", "logging_steps", "output_dir", "warmup_ratio", "warmup_steps",
+    "eval_steps", "eval_strategy", "evaluation_strategy", "logging_steps", "output_dir", "warmup_ratio", "warmup_steps",
     "dataloader_num_workers", "dataset_num_proc", "temperature", "top_p", "top_k", "repetition_penalty",
     "system", "log_completions", "report_to", "num_iterations", "epsilon", "epsilon_high", "delta",
     "loss_type", "seed", "load_from_cache_file", "split_dataset_ratio", "max_grad_norm", "weight_decay",

@@ -42,6 +42,7 @@ from .layout import Run
 from ..args import FlagReader, hf_optimizer
 from ..common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
+from . import key_checks as KC
 
 SUPPORTED_VERSIONS = ">=3.2,<5"
 """ms-swift releases whose defaults this adapter applies (3.2-3.4 num_infer_workers layouts,
@@ -71,6 +72,7 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     rlhf, rollout = _find_commands(commands, source)
     parsed = parse_flags(rlhf.argv[2:], source)
     profile, vllm, notes = _versions(directives, parsed)
+    notes.extend(KC.other_release_notes(parsed, profile.version))
     gated = _gate(parsed, profile)
     flags = FlagReader(parsed, f"ms-swift {version_text(profile.version)}")
     flags.ignored.extend(gated)
@@ -89,8 +91,9 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     if rlhf_type != "grpo":
         raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo runs (ms-swift's default is dpo)")
     spec = _spec(run, rollout, hardware, read)
-    ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED)
+    ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED, unknown=KC.unread_why)
     return spec, ignored, notes
+
 
 
 def _versions(directives: Mapping[str, str], flags: Mapping[str, Any]) -> tuple[SF.Profile, tuple[int, ...], list[str]]:

@@ -122,9 +122,7 @@ class Keys:
             elif name in NO_MEMORY_EFFECT:
                 lines.append(f"{name}: no effect on memory")
             else:
-                tables = (KT.load("trl"), KT.transformers_table())
-                owner = next((t.framework for t in tables if name in t), "")
-                lines.append(KT.unknown_key_line(tables, name) or f"{name}: not understood (a {owner} key oomless does not read)")
+                lines.append(f"{name}: {KT.unread_key_why((KT.load('trl'), KT.transformers_table()), name)}")
         return lines
 
 
