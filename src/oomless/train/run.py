@@ -136,8 +136,11 @@ def train(spec_path: Path, options: TrainOptions, say: Callable[[str], None] = p
     if spec.train is None:
         raise InputError("train", "missing: `oomless train` needs a train section (data, rewards); see examples/tiny-arith.yaml")
     plan = make_plan(spec, run.arch, run.gpu, run.archs)
+    spec = plan.spec  # with the defaults the planner chose (planner.defaults), so the run is the one planned
     for warning in run.warnings:
         say(f"warning: {warning}")
+    for note in plan.notes:
+        say(f"note: {note}")
     if not plan.fits:
         for line in _violation_lines(plan):
             say(f"does not fit: {line}")
