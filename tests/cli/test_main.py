@@ -60,6 +60,7 @@ EXPECTED_SURFACE = {
         ("margin", ("--margin",), "option", False, None),
         ("margin_fraction", ("--margin-fraction",), "option", False, None),
         ("allow", ("--allow",), "option", False, None),
+        ("maximize_path", ("--maximize",), "option", False, None),
         ("top", ("--top",), "option", False, 5),
         ("write", ("--write",), "option", False, None),
         ("export", ("--export",), "option", False, None),
