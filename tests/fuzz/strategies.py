@@ -71,12 +71,27 @@ def valid_specs(draw: st.DrawFn, models: list[str] | None = None) -> dict[str, A
     }
     for dotted, values in ENUMS.items():
         _set(spec, dotted, draw(st.sampled_from(values)))
+    _within_cross_field_rules(spec)
+    engine = spec["rollout"]["engine"]
     if engine == "vllm_separate":
         spec["rollout"]["num_gpus"] = draw(st.integers(1, max(1, gpus_per_node - 1)))
+        spec["rollout"]["tensor_parallel_size"] = min(spec["rollout"]["tensor_parallel_size"], spec["rollout"]["num_gpus"])
     if engine != "hf":
         spec["rollout"]["sleep_level"] = draw(st.sampled_from([0, 1, 2]))
         spec["rollout"]["offload_model"] = draw(st.booleans())
     return spec
+
+
+def _within_cross_field_rules(spec: dict[str, Any]) -> None:
+    """Keep a drawn spec inside the spec's cross-field rules, so most draws plan (malformed
+    specs test the refusals): parameter offload only under ZeRO-3/FSDP, optimizer offload not
+    under DDP, a separate vLLM only with a GPU left to train, vLLM TP within a node."""
+    d, ro, gpus = spec["distribution"], spec["rollout"], spec["hardware"]["gpus_per_node"]
+    d["offload_params"] = d["offload_params"] and d["strategy"] in ("zero3", "fsdp")
+    d["offload_optimizer"] = d["offload_optimizer"] and d["strategy"] != "ddp"
+    if ro["engine"] == "vllm_separate" and gpus == 1:
+        ro["engine"] = "vllm_colocate"
+    ro["tensor_parallel_size"] = min(ro["tensor_parallel_size"], gpus)
 
 
 JUNK = st.one_of(
@@ -112,7 +127,8 @@ def mutated_text(draw: st.DrawFn, text: str) -> str:
         if not lines:
             break
         i = draw(st.integers(0, len(lines) - 1))
-        action = draw(st.sampled_from(["delete", "duplicate", "swap", "cut", "junk", "truncate", "numbers"]))
+        action = draw(st.sampled_from(["delete", "duplicate", "swap", "cut", "junk", "truncate", "numbers", "value",
+                                       "quote", "nest"]))
         if action == "delete":
             del lines[i]
         elif action == "duplicate":
@@ -125,7 +141,14 @@ def mutated_text(draw: st.DrawFn, text: str) -> str:
         elif action == "junk":
             lines.insert(i, draw(st.sampled_from(JUNK_LINES)) if draw(st.booleans()) else draw(st.text(max_size=80)))
         elif action == "numbers":
-            lines[i] = _replace_numbers(lines[i], draw(st.sampled_from(["0", "-1", "1e400", "9" * 40, "nan", "0.0"])))
+            lines[i] = _replace_numbers(lines[i], draw(st.sampled_from(EXTREME_VALUES)))
+        elif action == "value":
+            lines[i] = _replace_value(lines[i], draw(st.sampled_from(EXTREME_VALUES)))
+        elif action == "quote":
+            j = draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:j] + draw(st.sampled_from(["'", '"', "`", "$(", "${", "\\"])) + lines[i][j:]
+        elif action == "nest":
+            lines.insert(i, _nested(draw(st.sampled_from(["[]", "{}", "yaml", "json"])), draw(st.sampled_from([50, 1000, 3000]))))
         else:
             lines = lines[:i]
     return "\n".join(lines)
@@ -139,6 +162,33 @@ JUNK_LINES = [
 ]
 """Lines that break naive parsers: deep arithmetic and expressions, huge literals, code a
 config must never run, unbalanced brackets and quotes, stray shell keywords."""
+
+
+EXTREME_VALUES = ["0", "-1", "1e400", "9" * 40, "nan", "inf", "-inf", "0.0", "1e-400", "99999999999", "2147483648",
+                  "18446744073709551616", "''", '""', "true", "null", "[]", "{}", "~", "x" * 300, "1_000", "0x10", "٣"]
+"""What a flag or key may be given instead of its value: zero, negatives, overflowing and
+underflowing floats, int32/int64 edges, empty strings, the wrong type, a 300-character word,
+Python-only literal forms, a non-ASCII digit."""
+
+
+def _replace_value(line: str, value: str) -> str:
+    """The value of the line's first ``--flag value``, ``--flag=value``, ``key: value`` or
+    ``key=value`` replaced by ``value`` (the line itself when it has none)."""
+    import re
+
+    pattern = r"(--[\w.-]+[ =]|[\w.-]+\s*[:=]\s*)([^\s\\]+)"
+    return re.sub(pattern, lambda m: m.group(1) + value, line, count=1)
+
+
+def _nested(kind: str, depth: int) -> str:
+    """A line nesting ``depth`` levels: brackets, braces, an indented YAML mapping, JSON objects."""
+    if kind == "[]":
+        return "x: " + "[" * depth + "1" + "]" * depth
+    if kind == "{}":
+        return "x = " + "{" * depth + "}" * depth
+    if kind == "yaml":
+        return "\n".join("  " * level + "a:" for level in range(depth)) + " 1"
+    return '{"a": ' * depth + "1" + "}" * depth
 
 
 def _replace_numbers(line: str, value: str) -> str:

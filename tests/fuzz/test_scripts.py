@@ -4,13 +4,22 @@ huge literals, code that must never run), ends in a plan or a one-line `InputErr
 line of any config is ever executed.
 
 The configs are the shipped native examples, the adapters' golden files and the corpus of the
-frameworks' own example scripts under tests/real_configs/ (every manifest entry).
+frameworks' own example scripts under tests/real_configs/ (every manifest entry, planned from a
+copy of its version folder with the hardware its entry publishes); the file mutated is the
+config or one of the accelerate/DeepSpeed files it names. Mutations (`strategies.mutated_text`):
+lines deleted, duplicated, swapped or cut; numbers and flag/key values replaced by extreme ones
+(0, -1, 1e400, nan, int64 + 1, the wrong type, 300 characters); unterminated quotes and
+substitutions; nesting 50 to 3,000 deep (brackets, YAML, JSON); junk lines.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -39,25 +48,72 @@ FIXED: list[tuple[str, Path]] = [
 ]
 
 
-def corpus_configs() -> list[tuple[str, Path]]:
-    """(framework, file) of every real-config manifest entry, when the corpus is present."""
+CORPUS = ROOT / "tests" / "real_configs"
+
+
+@dataclass(frozen=True)
+class Config:
+    framework: str
+    root: Path
+    """Folder the config is planned from (a corpus entry's repository root at its version)."""
+    file: Path
+    """The config, relative to ``root``."""
+    hardware: HardwareFlags
+    companions: tuple[Path, ...] = ()
+    """Files the config names (accelerate/DeepSpeed configs), relative to ``root``."""
+
+
+def fixed_configs() -> list[Config]:
+    return [Config(fw, path.parent, Path(path.name), HardwareFlags(gpu="H100")) for fw, path in FIXED]
+
+
+def corpus_configs() -> list[Config]:
+    """Every entry of the real-config corpus (tests/real_configs/manifest.yaml), with the
+    hardware its manifest entry publishes (H100 otherwise, as scripts/real_configs_table.py)."""
+    manifest = CORPUS / "manifest.yaml"
+    if not manifest.is_file():
+        return []
     out = []
-    for manifest in sorted((ROOT / "tests" / "real_configs").glob("*/manifest*.yaml")):
-        for entry in yaml.safe_load(manifest.read_text(encoding="utf-8")) or []:
-            out.append((manifest.parent.name, manifest.parent / entry["file"]))
+    for e in yaml.safe_load(manifest.read_text(encoding="utf-8"))["entries"]:
+        hw = e.get("hardware") or {}
+        flags = HardwareFlags(gpu=hw.get("gpu", "H100"), gpus_per_node=hw.get("gpus_per_node"), num_nodes=hw.get("nodes"))
+        out.append(Config(e["framework"], CORPUS / e["root"], Path(e["file"]).relative_to(e["root"]), flags,
+                          tuple(Path(c) for c in e.get("companions", []))))
     return out
 
 
-CONFIGS = FIXED + corpus_configs()
+CONFIGS = fixed_configs() + corpus_configs()
 
 
-def plan_config(framework: str, path: Path) -> None:
+def plan_config(framework: str, path: Path, hardware: HardwareFlags | None = None) -> None:
     """Plan ``path`` as `oomless plan --from` does; an InputError must be one line."""
     try:
-        run = load_any(path, framework, HardwareFlags(gpu="H100"))
+        run = load_any(path, framework, hardware or HardwareFlags(gpu="H100"))
         make_plan(run.spec, run.arch, run.gpu, run.archs)
     except InputError as err:
         assert "\n" not in str(err) and str(err).strip(), repr(err)
+
+
+@contextlib.contextmanager
+def working_directory(folder: Path) -> Iterator[None]:
+    """``cd folder`` for the block (contextlib.chdir needs Python 3.11; the project takes 3.10)."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def copy_of_root(config: Config, folder: Path) -> None:
+    """The config's root as the planner sees it: the config's folder, its companions, and for a
+    corpus entry the whole version folder (a few dozen small files)."""
+    if config.root.is_relative_to(CORPUS):
+        shutil.copytree(config.root, folder, dirs_exist_ok=True)
+        return
+    for sibling in (config.root / config.file).parent.iterdir():
+        if sibling.is_file():
+            shutil.copy(sibling, folder / config.file.parent / sibling.name)
 
 
 @pytest.mark.parametrize("framework, path", FIXED, ids=[str(p.relative_to(ROOT)) for _, p in FIXED])
@@ -66,16 +122,23 @@ def test_the_unmutated_configs_plan(framework: str, path: Path) -> None:
     make_plan(run.spec, run.arch, run.gpu, run.archs)
 
 
+def test_every_adapter_and_format_is_fuzzed() -> None:
+    """The seven adapters, and shell scripts, YAML (Hydra and plain), ORZ Python and DeepSpeed
+    JSON, are all among the configs mutated."""
+    assert {c.framework for c in CONFIGS} >= {"swift", "trl", "verl", "easyr1", "openrlhf", "orz", "vlmr1"}
+    suffixes = {p.suffix for c in CONFIGS for p in (c.file, *c.companions)}
+    assert suffixes >= {".sh", ".yaml", ".py", ".json"}, suffixes
+
+
 @fuzz_settings(ci_examples=60)
 @given(st.sampled_from(CONFIGS), st.data())
-def test_a_mutated_config_plans_or_is_refused_in_one_line(tmp_path_factory, config: tuple[str, Path], data) -> None:
-    framework, original = config
+def test_a_mutated_config_plans_or_is_refused_in_one_line(tmp_path_factory, config: Config, data) -> None:
     folder = tmp_path_factory.mktemp("mutated")
-    for sibling in original.parent.iterdir():
-        if sibling.is_file():
-            shutil.copy(sibling, folder / sibling.name)
-    text = data.draw(mutated_text(original.read_text(encoding="utf-8")))
-    target = folder / original.name
-    target.write_text(text, encoding="utf-8")
-    plan_config(framework, target)
-    assert not SENTINEL.exists(), f"a line of {original.name} was executed"
+    (folder / config.file.parent).mkdir(parents=True, exist_ok=True)
+    copy_of_root(config, folder)
+    candidates = [config.file, *(c for c in config.companions if (folder / c).is_file())]
+    target = folder / data.draw(st.sampled_from(candidates))
+    target.write_text(data.draw(mutated_text(target.read_text(encoding="utf-8"))), encoding="utf-8")
+    with working_directory(folder):
+        plan_config(config.framework, folder / config.file, config.hardware)
+    assert not SENTINEL.exists(), f"a line of {target.name} was executed"

@@ -91,6 +91,20 @@ def test_more_work_never_lowers_a_phase(data: dict[str, Any], field: str, extra:
 
 
 @fuzz_settings()
+@given(valid_specs(), st.sampled_from([2, 4, 16, 64]))
+def test_the_group_size_moves_no_gpu_phase(data: dict[str, Any], generations: int) -> None:
+    """micro_batch_size counts completions, so a generate call and a log-prob forward hold the
+    same rows whatever the group size (planner/shape.py `generation_sequences_per_gpu` cites
+    TRL 1.16's lines); if a phase ever comes to depend on num_generations (vLLM's n per request
+    sharing a prompt's KV blocks, say), this test names the change to review."""
+    plan = plan_or_none(data)
+    other = plan_or_none(merged(data, **{"batch.num_generations": generations}))
+    if plan is None or other is None:
+        return
+    assert peaks(plan) == peaks(other)
+
+
+@fuzz_settings()
 @given(valid_specs())
 def test_zero_stages_order_the_model_states(data: dict[str, Any]) -> None:
     names = ("policy.weights", "policy.persistent_params", "policy.grads", "policy.master_weights", "policy.optimizer_states")

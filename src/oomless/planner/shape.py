@@ -33,7 +33,19 @@ class RunShape:
     logprob_sequences: int
     generation_sequences_per_gpu: int
     """Completions each training rank generates per rollout (TRL: per_device_train_batch_size
-    × steps_per_generation), times DAPO's over-sampling factor."""
+    × steps_per_generation), times DAPO's over-sampling factor.
+
+    Not a function of num_generations: `batch.micro_batch_size` counts completions, and the
+    group size only decides how many distinct prompts they come from. Source: TRL 1.16.0
+    trl/trainer/grpo_trainer.py: the dataloader yields per_device_train_batch_size ×
+    steps_per_generation rows per process, prompts already repeated num_generations times
+    (l. 1268-1275, RepeatSampler l. 1311-1312); one `unwrapped_model.generate` holds that whole
+    slice (l. 1873); log-prob forwards take per_device_train_batch_size rows at a time (l. 2505,
+    2651). TRL 0.14.0, where per_device_train_batch_size counted prompts and generate
+    (`num_return_sequences=num_generations`, l. 335, 422) and every forward (l. 444, 448) held
+    prompts × num_generations rows, is read into completions by its adapters
+    (adapters/vlmr1/reader.py). num_generations enters the plan only as vLLM's n per request
+    (`planner/timeline.py`, V0's retained n > 1 requests)."""
     reuses_rollout: bool
     """One rollout batch feeds several optimizer steps, so old log-probs are computed
     (TRL: steps_per_generation > gradient_accumulation_steps)."""
