@@ -20,8 +20,8 @@ from oomless.spec.run import Role, RunSpec
 from oomless.units import gib_to_bytes
 from tests.helpers import BASE_SPEC, EXAMPLES, merged
 
-MATH_FIELDS = {"finetune.lora_rank", "lengths.max_prompt_tokens", "lengths.max_completion_tokens",
-               "batch.num_generations", "vision.max_pixels", "kl_beta"}
+MATH_FIELDS = {"finetune.method", "finetune.lora_rank", "lengths.max_prompt_tokens", "lengths.max_completion_tokens",
+               "batch.num_generations", "vision.max_pixels", "kl_beta", "hardware.gpus_per_node", "hardware.num_nodes"}
 MARGIN = Margin(fraction=0.05)
 
 
@@ -54,7 +54,8 @@ def assert_sound(result: FitResult, margin: Margin, base_dir: Path, allowed: fro
 
 def _allowed_fields(allowed: frozenset[str]) -> set[str]:
     names = {"lora_rank": {"lora_rank"}, "lengths": {"max_prompt_tokens", "max_completion_tokens"},
-             "num_generations": {"num_generations"}, "max_pixels": {"max_pixels"}, "beta": {"kl_beta"}}
+             "num_generations": {"num_generations"}, "max_pixels": {"max_pixels"}, "beta": {"kl_beta"},
+             "method": {"method"}, "gpus": {"gpus_per_node", "num_nodes"}}
     return {f for a in allowed for f in names[a]}
 
 
