@@ -216,6 +216,7 @@ def plan_html(doc: dict[str, Any], chart: PlanChart) -> str:
         f"<h2>Memory per phase</h2>{panels_grid(rows, 'p')}{legend_html(chart.legend)}"
         f"<h2>Details</h2>{plan_tables(doc)}"
     )
-    if doc.get("explain"):
+    if doc.get("explain"):  # drawn, not embedded: the embedded document stays `oomless plan --json`'s
         body += f"<h2>Where the numbers come from</h2>{explain_html(doc['explain'])}"
-    return page(f"oomless plan — {chart.title}", body, "oomless-plan", doc, doc["oomless_version"])
+    data = {k: v for k, v in doc.items() if k != "explain"}
+    return page(f"oomless plan — {chart.title}", body, "oomless-plan", data, doc["oomless_version"])
