@@ -106,6 +106,7 @@ def _evaluate(node: ast.AST, values: dict[str, Number]) -> Number:
 _SOURCE = re.compile(r"Source(?:s)?(?: \([^)]*\))?:\s*(.+?)(?=\n\s*\n|Assumes:|Known limitations|$)", re.S)
 
 
+@lru_cache(maxsize=None)
 def doc_source(fn: Callable[..., Any]) -> str:
     """The ``Source:`` part of ``fn``'s docstring, on one line ('' when it has none)."""
     doc = inspect.getdoc(fn) or ""
@@ -113,22 +114,28 @@ def doc_source(fn: Callable[..., Any]) -> str:
     return " ".join(found.group(1).split()).rstrip(".") if found else ""
 
 
+@lru_cache(maxsize=None)
 def doc_summary(fn: Callable[..., Any]) -> str:
     """The first sentence of ``fn``'s docstring."""
     doc = " ".join((inspect.getdoc(fn) or "").split())
     return doc.split(". ")[0].rstrip(".") if doc else ""
 
 
+@lru_cache(maxsize=None)
 def code_ref(fn: Callable[..., Any]) -> str:
     """``oomless/memory/logits.py:171 training_logits_bytes``."""
     fn = inspect.unwrap(fn)
     path = Path(inspect.getsourcefile(fn) or "")
     parts = path.parts
     rel = "/".join(parts[parts.index("oomless"):]) if "oomless" in parts else path.name
-    try:
-        line = inspect.getsourcelines(fn)[1]
-    except (OSError, TypeError):
-        line = 0
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        line = code.co_firstlineno
+    else:
+        try:
+            line = inspect.getsourcelines(fn)[1]
+        except (OSError, TypeError):
+            line = 0
     return f"{rel}:{line} {fn.__qualname__}"
 
 
