@@ -56,6 +56,8 @@ def patch_python(text: str, values: dict[str, Any], where: str) -> str:
     edits, added = [], []
     for name, value in values.items():
         node = fields.get(name)
+        if node is not None and value is None:
+            continue  # a field the writer leaves out keeps the user's value (the read-back names any difference)
         if node is not None:
             start = starts[node.lineno - 1] + node.col_offset
             edits.append(Edit(start, starts[node.end_lineno - 1] + node.end_col_offset, repr(value)))
