@@ -42,6 +42,9 @@ def test_explain_json_lists_every_component_of_the_plan_with_its_bytes() -> None
         f = e["formula"]
         assert f["value"] == e["num_bytes"] and f["source"] and f["code"], e["name"]
     assert doc["verdict"] == "does_not_fit"
+    for c in doc["checks"]:
+        assert c["required"]["value"] == c["required_bytes"] and c["available"]["value"] == c["available_bytes"], c["message"]
+    assert any(c["required_bytes"] > c["available_bytes"] for c in doc["checks"])
 
 
 def test_explain_one_component_shows_formula_inputs_result_and_source() -> None:
@@ -81,14 +84,16 @@ def test_plan_explain_prints_the_explanation_after_the_plan_and_keeps_the_verdic
     code, out = invoke("plan", S1_BEFORE, "--explain")
     assert code == EXIT_DOES_NOT_FIT
     plan_part, _, explain_part = out.partition("Where the numbers come from")
-    assert "DOES NOT FIT" in plan_part.upper() and "policy.weights = " in explain_part
+    assert "DOES NOT FIT" in plan_part.upper() and "policy.weights = " in explain_part and "BREAKS" in explain_part
     assert explain_part == invoke("explain", S1_BEFORE)[1].partition("Where the numbers come from")[2]
 
 
 def test_plan_json_has_the_explanation_only_when_asked() -> None:
     assert "explain" not in json.loads(invoke("plan", S1_AFTER, "--json")[1])
     doc = json.loads(invoke("plan", S1_AFTER, "--json", "--explain")[1])
-    assert len(doc["explain"]) == len(planned_components(S1_AFTER))
+    assert len(doc["explain"]["components"]) == len(planned_components(S1_AFTER))
+    assert [(c["phase"], c["required_bytes"], c["available_bytes"]) for c in doc["explain"]["checks"]] == [
+        (c["phase"], c["required_bytes"], c["available_bytes"]) for c in doc["constraints"]]
 
 
 def test_the_html_report_has_where_the_numbers_come_from(tmp_path: Path) -> None:
@@ -99,6 +104,7 @@ def test_the_html_report_has_where_the_numbers_come_from(tmp_path: Path) -> None
     section = html.split("<h2>Where the numbers come from</h2>")[1]
     assert "policy.weights" in section and "ceil(W / N)" in section and "source:" in section
     assert section.count("<details>") == len({(g, n, b) for g, _, n, b in planned_components(S1_AFTER)})
+    assert "checks: what each needs and what it has" in section and "ceil(capacity * utilization)" in section
 
 
 def test_plan_without_explain_does_not_import_the_explanation() -> None:

@@ -21,6 +21,7 @@ from hypothesis import given
 
 from oomless.errors import InputError
 from oomless.explain import Explained, explain_plan, registry
+from oomless.explain.checks import explain_checks
 from oomless.planner import gpu_phases, host_phases
 from oomless.planner.plan import Plan
 from oomless.spec.load import load_run
@@ -45,6 +46,8 @@ RARE = {
                                       "distribution.strategy": "zero3"},
     "tied-embeddings-full-bf16-8bit": {"model": "Qwen/Qwen2.5-0.5B-Instruct", "optimizer": "adamw_8bit", "precision": "bf16"},
     "weight-sync-batches-sgd": {"rollout.weight_sync_batches": 4, "optimizer": "sgd", "rollout.sleep_level": 2},
+    "host-leak-over-steps": {"rollout.vllm_version": "0.7.3", "batch.num_generations": 8, "schedule.max_steps": 100000,
+                             "schedule.save_steps": 50, "hardware.host_ram_gib": 64, "ray.enabled": True},
     "vision": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 2, "vision.max_pixels": 1_003_520},
     "vision-trained-tower-eager": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 1,
                                    "vision.freeze_tower": False, "attention": "eager"},
@@ -54,9 +57,12 @@ RARE = {
 
 
 def problems(plan: Plan) -> list[str]:
-    """Every component without a formula, without a source, or whose formula gives another number."""
+    """Every component without a formula, without a source, or whose formula gives another
+    number; every check whose formulas give other numbers than it compares."""
     out = []
     for p in [plan] + ([plan.typical] if plan.typical is not None else []):
+        out += [f"check {ch.constraint.phase} {ch.constraint.message}: {ch.required.value} / {ch.available.value}"
+                for ch in explain_checks(p) if not ch.agrees or not (ch.required.source and ch.available.source)]
         entries = explain_plan(p)
         planned = sum(len(ph.components) for d in p.devices for ph in d.phases) + sum(len(ph.components) for ph in p.host.phases)
         assert len(entries) == planned
@@ -97,6 +103,8 @@ def test_the_rare_specs_reach_the_rare_components() -> None:
                  "offload.reference.params_pinned", "ulysses.all_to_all", "moved_to_cpu.actor.weights",
                  "vllm.sleep_weights_pinned", "ray.object_store", "policy.cuda_context", "vision.activations"):
         assert name in seen, name
+    phases = {c.phase for o in RARE.values() for c in plan_of(merged(BASE_SPEC, **o)).constraints}
+    assert "steps" in phases
 
 
 @fuzz_settings()

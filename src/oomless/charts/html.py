@@ -181,12 +181,23 @@ def _formula_html(f: dict[str, Any]) -> str:
             + f"<div class=src>source: {escape(f['source'])}<br>code: <code>{escape(f['code'])}</code></div>")
 
 
-def explain_html(entries: list[dict[str, Any]]) -> str:
+def _check_rows(checks: list[dict[str, Any]]) -> str:
+    rows, bad = [], []
+    for c in checks:
+        where = f"{c['device_role']} GPU" if c["device"] == "gpu" else "host"
+        cells = [f"{c[k]['expression']} = {c[k]['filled']} = {_number(c[k]['value'])} B" for k in ("required", "available")]
+        rows.append([c["phase"], where, c["message"], *cells, f"{c['required']['source']} / {c['available']['source']}"])
+        bad.append(c["required_bytes"] > c["available_bytes"])
+    return "<h3>checks: what each needs and what it has</h3>" + table(["phase", "device", "check", "needs", "has", "sources"], rows, bad=bad)
+
+
+def explain_html(explained: dict[str, Any]) -> str:
     """"Where the numbers come from": per device group and phase, each component's formula,
-    its inputs filled in, the result and the source (`oomless.explain.to_dicts`); a component
-    already shown in an earlier phase of the group with the same formula is one line."""
+    its inputs filled in, the result and the source (`oomless.explain.to_dicts`), then every
+    check's; a component already shown in an earlier phase of the group with the same formula
+    is one line."""
     out, heading, shown = ['<div class="explain">'], None, {}
-    for e in entries:
+    for e in explained["components"]:
         where = f"{e['group']} GPUs" if e["device"] == "gpu" else "host RAM per node"
         if (where, e["phase"]) != heading:
             heading = (where, e["phase"])
@@ -201,7 +212,7 @@ def explain_html(entries: list[dict[str, Any]]) -> str:
         body = _formula_html(f) if f else f"<div class=src>no explanation: {escape(e.get('error', ''))}</div>"
         summary = f" <code>= {escape(f['expression'])}</code>" if f else ""
         out.append(f"<details><summary>{head}{summary}</summary>{body}</details>")
-    out.append("</div>")
+    out.append(_check_rows(explained.get("checks", [])) + "</div>")
     return "".join(out)
 
 

@@ -2,7 +2,9 @@
 
 For each component of each phase on each GPU group and on the host: the formula, the formula
 with its inputs filled in, the result, what each input is, the source it cites (paper,
-framework file) and the oomless function that computes it.
+framework file) and the oomless function that computes it; then each check of the plan (a
+phase's peak against the GPU, the host against its limit, vLLM's start-up checks, the step
+timeline) with the formulas of what it needs and what it has.
 
 Examples:
     oomless explain examples/seeds/s1-before.yaml
@@ -37,7 +39,7 @@ def explain_command(
 
     def body() -> int:
         from ..adapters import HardwareFlags
-        from ..explain import explain_selected, title, to_dicts
+        from ..explain import checks_to_dicts, explain_selected, title, to_dicts
         from ..planner.plan import make_plan
         from .plan_cmd import load_any
 
@@ -47,11 +49,15 @@ def explain_command(
             typer.echo(f"warning: {warning}", err=True)
         chosen = explain_selected(plan, component)
         if as_json:
-            typer.echo(json.dumps({"title": title(plan), "verdict": plan.verdict, "components": to_dicts(chosen)}, indent=2))
+            doc = {"title": title(plan), "verdict": plan.verdict, "components": to_dicts(chosen)}
+            typer.echo(json.dumps(doc if component else {**doc, "checks": checks_to_dicts(plan)}, indent=2))
         else:
-            from ..explain.render import render_text
+            from ..explain.checks import explain_checks
+            from ..explain.render import render_checks, render_text
 
             typer.echo(render_text(chosen, title(plan)), nl=False)
+            if not component:
+                typer.echo(render_checks(explain_checks(plan)), nl=False)
         return EXIT_FITS
 
     run_guarded(body)

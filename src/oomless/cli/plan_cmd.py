@@ -69,20 +69,21 @@ def plan_command(
             render_plan(plan)
             if explained and explain:
                 from ..explain import title
-                from ..explain.render import render_text
+                from ..explain.checks import explain_checks
+                from ..explain.render import render_checks, render_text
 
-                typer.echo(render_text(explained[0], "\n" + title(plan)), nl=False)
+                typer.echo(render_text(explained[0], "\n" + title(plan)) + render_checks(explain_checks(plan)), nl=False)
         return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
 
     run_guarded(body)
 
 
-def explained_plan(plan: Plan) -> tuple[list[Explained], list[dict[str, Any]]]:
-    """Every component's explanation (`oomless.explain`) and its JSON form."""
-    from ..explain import explain_plan, to_dicts
+def explained_plan(plan: Plan) -> tuple[list[Explained], dict[str, Any]]:
+    """Every component's explanation (`oomless.explain`), and the JSON form with the checks'."""
+    from ..explain import checks_to_dicts, explain_plan, to_dicts
 
     entries = explain_plan(plan)
-    return entries, to_dicts(entries)
+    return entries, {"components": to_dicts(entries), "checks": checks_to_dicts(plan)}
 
 
 def load_any(path: Path, framework: str | None, hardware: HardwareFlags) -> ResolvedRun:

@@ -118,3 +118,13 @@ def explain_selected(plan: Plan, component: str | None = None) -> list[Explained
         names = sorted({e.name for e in explained})
         raise InputError("COMPONENT", f"{component!r} is no component (nor prefix of one) of this plan; its components: {', '.join(names)}")
     return chosen
+
+
+def checks_to_dicts(plan: Plan) -> list[dict[str, Any]]:
+    """Every check of ``plan`` with the formulas of what it needs and what it has."""
+    from .checks import explain_checks
+
+    return [{"phase": ch.constraint.phase, "device": ch.constraint.device, "device_role": ch.constraint.device_role,
+             "message": ch.constraint.message, "required_bytes": ch.constraint.required_bytes,
+             "available_bytes": ch.constraint.available_bytes, "required": formula_to_dict(ch.required),
+             "available": formula_to_dict(ch.available)} for ch in explain_checks(plan)]

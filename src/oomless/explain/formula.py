@@ -170,7 +170,8 @@ def constant(module: ModuleType, name: str, symbol: str | None = None) -> Input:
     docstring under it as its meaning, the rest as its source."""
     doc, where = constant_doc(module, name)
     first, _, rest = doc.partition(". ")
-    return Input(symbol or name, getattr(module, name), first.rstrip(".") or name, source=rest.rstrip("."), code=where)
+    rest = rest.removeprefix("Source: ").rstrip(".")
+    return Input(symbol or name, getattr(module, name), first.rstrip(".") or name, source=rest, code=where)
 
 
 def constant_formula(module: ModuleType, name: str) -> Formula:

@@ -73,3 +73,18 @@ def render_text(explained: list[Explained], title: str = "", width: int | None =
                 out += _wrap(f"warning: the formula gives {format_number(e.formula.value)} B, the plan "
                              f"{format_number(e.num_bytes)} B (a bug in oomless: report it)", width, INDENT)
     return "\n".join(out) + "\n"
+
+
+def render_checks(checks: list, width: int | None = None) -> str:
+    """Each check of the plan: what it requires and what is available, each with its formula."""
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    out = ["", "Checks: what each needs and what it has"]
+    for ch in checks:
+        c = ch.constraint
+        where = f"{c.device_role} GPU" if c.device == "gpu" else "host"
+        verdict = "ok" if c.ok else "BREAKS"
+        out += _wrap(f"{c.phase} on {where}: {c.message} — {verdict}, margin {format_bytes(c.margin_bytes)}", width, "  ", "    ")
+        for label, f in (("needs", ch.required), ("has", ch.available)):
+            out.append(f"    {label} {format_bytes(int(f.value))}")
+            out += formula_lines(f, width, INDENT + "  ")
+    return "\n".join(out) + "\n"
