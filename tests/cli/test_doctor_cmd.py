@@ -18,7 +18,8 @@ from tests.helpers import ROOT
 
 LOGPROB_LOG = next(LOGS.glob("02-*.log"))
 STARTUP_LOG = next(LOGS.glob("34-*.log"))
-DOC_KEYS = {"schema_version", "oomless_version", "recognised", "diagnosis", "frameworks", "findings", "reconciliation", "fit", "warnings"}
+DOC_KEYS = {"schema_version", "oomless_version", "recognised", "diagnosis", "frameworks", "findings", "reconciliation", "fit", "warnings",
+            "checked_fixes", "gap_bytes"}
 
 
 def test_a_known_error_is_diagnosed_with_phase_cause_and_fixes() -> None:
@@ -50,7 +51,8 @@ def test_with_a_spec_the_log_meets_the_plan(runner: CliRunner) -> None:
     doc = json.loads(result.stdout)
     rec = doc["reconciliation"]
     assert rec["phase"] == "logprob" and rec["device"] == "gpu" and isinstance(rec["predicted_bytes"], int)
-    assert set(doc["fit"]) == {"available", "note", "changes"}  # whatever state `oomless fit` is in
+    assert set(doc["fit"]) == {"available", "note", "changes", "margin_bytes", "predicted_peak_bytes", "free_bytes",
+                               "lowers_safety", "native"}  # whatever state `oomless fit` is in
     human = runner.invoke(app, ["doctor", str(LOGPROB_LOG), "--spec", str(QUICKSTART)])
     assert "  plan:   " in human.stdout
 

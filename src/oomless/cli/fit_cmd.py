@@ -116,7 +116,8 @@ def fit_command(
                     document["exported"] = [str(p) for p in paths]
                     document["export_note"] = export_note
                 except InputError as err:
-                    export_error = InputError("--export", f"{err.field}: {err.message}")
+                    shown = err.message if err.field.startswith("--") else f"{err.field}: {err.message}"
+                    export_error = InputError("--export", shown)
         if as_json:
             typer.echo(json.dumps(document, indent=2))
         else:

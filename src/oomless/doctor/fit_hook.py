@@ -39,7 +39,7 @@ class FitProposal:
 
 
 def _changes(best: Any) -> tuple[tuple[str, Any, Any], ...]:
-    return tuple((k, old, new) for k, (old, new) in best.changes.items())
+    return tuple((k, old, new) for k, (old, new) in sorted(best.changes.items()))
 
 
 def propose_fit(run: Any, spec_path: Path | None = None, gap_bytes: int = 0, keep_safety: bool = True) -> FitProposal:
@@ -60,13 +60,16 @@ def propose_fit(run: Any, spec_path: Path | None = None, gap_bytes: int = 0, kee
         if best is None:
             return FitProposal(True, note="oomless fit found no configuration that fits with the margin"
                                + (" and the measured gap" if gap_bytes > 0 else ""), margin_bytes=gap_bytes)
-        peak = max(d.peak_bytes for d in best.plan.devices)
-        capacity = max(d.capacity_bytes for d in best.plan.devices)
         changes = _changes(best)
-        from ..fit.probe import slack_vector
+        plan = getattr(best, "plan", None)
+        peak = capacity = room = None
+        if plan is not None:
+            from ..fit.probe import slack_vector
 
-        room = min(slack_vector(best.plan, options.effective_margin))
+            peak = max(d.peak_bytes for d in plan.devices)
+            capacity = max(d.capacity_bytes for d in plan.devices)
+            room = min(slack_vector(plan, options.effective_margin))
     except Exception as err:  # fit is optional and evolving: its failure must not hide the diagnosis
         return FitProposal(False, note=f"oomless fit failed: {type(err).__name__}: {err}")
     return FitProposal(True, changes, "" if changes else "oomless fit keeps the spec as it is", gap_bytes, peak, capacity,
-                       room, tuple(best.lowers_safety), spec=best.run.spec)
+                       room, tuple(getattr(best, "lowers_safety", ())), spec=getattr(getattr(best, "run", None), "spec", None))
