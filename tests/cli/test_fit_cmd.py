@@ -17,7 +17,8 @@ from tests.cli.conftest import S1_BEFORE, run_oomless
 TOP_KEYS = {"schema_version", "oomless_version", "found", "spec", "margin", "allowed", "input", "best",
             "alternatives", "search", "notes", "estimates"}
 CHOICE_KEYS = {"changes", "num_changes", "predicted_step_seconds", "step_terms", "min_margin_bytes", "binding",
-               "gpu_peak_bytes", "host_peak_bytes", "region", "warnings", "spec"}
+               "gpu_peak_bytes", "host_peak_bytes", "region", "lowers_safety", "changes_training", "phase_peaks",
+               "warnings", "spec"}
 
 
 def _too_small(write_spec: Callable[..., Path]) -> Path:
@@ -36,7 +37,7 @@ def test_exit_codes(runner: CliRunner, write_spec: Callable[..., Path]) -> None:
 def test_installed_script_exit_code_and_one_line_errors() -> None:
     done = run_oomless("fit", str(S1_BEFORE), "--allow", "everything")
     assert done.returncode == EXIT_BAD_INPUT
-    assert done.stderr.strip().splitlines() == ["error: --allow: unknown knob 'everything'; allowed: lora_rank, lengths, num_generations, max_pixels, beta"]
+    assert done.stderr.strip().splitlines() == ["error: --allow: unknown knob 'everything'; allowed: method, lora_rank, lengths, num_generations, max_pixels, beta, gpus"]
 
 
 @pytest.mark.parametrize("args", [
