@@ -99,12 +99,13 @@ def transformers_table() -> KeyTable:
     return load("trl", "transformers_key_table.json")
 
 
-def other_release_note(key: str, current: tuple[tuple[KeyTable, tuple[int, ...]], ...], release: str,
+def other_release_note(key: str, current: tuple[tuple[KeyTable, tuple[int, ...] | None], ...], release: str,
                        meaning: str = "", shown: str | None = None) -> str | None:
     """A note for a key of another release, read with its meaning there: ``current`` pairs each
-    table with the release in use ("TRL 1.16" in ``release``); None when one of those releases
-    has ``key``, or no release read has it (`unknown_key_line` then)."""
-    if any(table.exists_in(key, version) for table, version in current):
+    table with the release in use ("TRL 1.16" in ``release``), or None where that release is not
+    known (transformers: any release read counts); None when one of those releases has ``key``,
+    or no release read has it (`unread_key_why` then)."""
+    if any(key in table if version is None else table.exists_in(key, version) for table, version in current):
         return None
     table = next((table for table, _ in current if key in table), None)
     if table is None:

@@ -20,7 +20,7 @@ def other_release_notes(flags: Iterable[str], version: tuple[int, ...]) -> list[
     """A note per flag that ms-swift ``version`` lacks and another release has (read with its
     meaning there); the flags of `keys.FLAGS` are gated by the reader instead."""
     swift, transformers = tables()
-    current = ((swift, version), (transformers, KT.minor(transformers.versions[-1])))
+    current = ((swift, version), (transformers, None))  # the transformers release is not known
     release = f"ms-swift {version_text(version)}"
     notes = (KT.other_release_note(name, current, release, shown=f"--{name}") for name in flags if name not in SF.FLAGS)
     return [note for note in notes if note]

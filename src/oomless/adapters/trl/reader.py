@@ -61,7 +61,7 @@ def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int,
     too wins); every key that TRL ``version`` does not have but another release does is named in
     a note with the releases that have it (from the generated key table)."""
     out = dict(values)
-    current = ((KT.load("trl"), version), (KT.transformers_table(), transformers_newest()))
+    current = ((KT.load("trl"), version), (KT.transformers_table(), None))  # transformers release unknown
     for name in values:
         meaning = LEGACY_KEYS[name][1] if name in LEGACY_KEYS else ""
         note = KT.other_release_note(name, current, f"TRL {version_text(version)}", meaning)
@@ -76,10 +76,6 @@ def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int,
         else:
             out.setdefault(new, value)
     return out
-
-
-def transformers_newest() -> tuple[int, ...]:
-    return KT.minor(KT.transformers_table().versions[-1])
 
 
 class Keys:
