@@ -27,7 +27,10 @@ def test_defaults_and_reported_keys(tmp_path: Path) -> None:
     result = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
     spec = result.spec
     # EasyR1 dataclass defaults: micro 4 / 16, TP 2 at 0.6, prompt/response 512, sleep level 1.
-    assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1}
+    # The round (adapters/schedule.py): Ulysses 2 leaves 4 data-parallel ranks; 512 prompts a round
+    # and 256 an optimizer step, n 1, micro 4: 512 / 4 / 4 = 32 micro-batches a round, 256 / 4 / 4 = 16 a step.
+    assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1,
+                             "gradient_accumulation_steps": 16, "steps_per_generation": 32}
     assert spec["rollout"]["tensor_parallel_size"] == 2 and spec["rollout"]["sleep_level"] == 1
     assert spec["rollout"]["limit_images_per_prompt"] == 2 and spec["kl_beta"] == 0.0
     joined = "\n".join(result.ignored)
@@ -83,3 +86,25 @@ def test_export_refuses_a_layout_easyr1_cannot_run(tmp_path: Path) -> None:
 def test_yaml_seed_spec_round_trips(tmp_path: Path, case: str) -> None:
     seed = seed_spec(f"s2-{case}.yaml")
     assert round_trip("easyr1", seed, tmp_path, **HW) == [seed]
+
+
+def test_round_and_schedule_from_easyr1_counts(tmp_path: Path) -> None:
+    """trainer.max_steps and save_freq count rounds; the spec counts optimizer steps."""
+    path = tmp_path / "c.yaml"
+    path.write_text("data: {rollout_batch_size: 64}\nworker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n"
+                    "    global_batch_size: 16\n    micro_batch_size_per_device_for_update: 2\n  rollout: {n: 8}\n"
+                    "trainer: {max_steps: 10, save_freq: 3, save_model_only: true, n_gpus_per_node: 4}\n")
+    spec = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec
+    # 64 x 8 / 4 GPUs = 128 sequences a round per GPU, 16 x 8 / 4 = 32 a step: 4 steps a round.
+    assert spec["batch"]["steps_per_generation"] == 64 and spec["batch"]["gradient_accumulation_steps"] == 16
+    assert spec["schedule"] == {"max_steps": 40, "save_steps": 12, "save_only_model": True}
+    assert spec["rollout"]["samples_per_request"] == 8
+
+
+def test_round_that_does_not_divide_is_noted(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("data: {rollout_batch_size: 6}\nworker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n"
+                    "    global_batch_size: 6\n  rollout: {n: 1}\n")
+    result = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
+    assert "steps_per_generation" not in result.spec["batch"]
+    assert any("do not divide" in note for note in result.notes)

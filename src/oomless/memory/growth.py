@@ -78,10 +78,22 @@ def retained_request_bytes(prompt_tokens: int, completion_tokens: int, num_sampl
     return pixel_value_bytes_per_prompt + num_samples * per_sequence
 
 
-def vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_step: int, retained_bytes_per_prompt: int) -> int:
+def vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_step: int, retained_bytes_per_prompt: int,
+                                                   engine_copies_per_prompt: int = 1) -> int:
     """Host bytes the node's engines leak per optimizer step: every prompt generated for
-    (with n > 1) stays referenced."""
-    return prompts_per_node_per_step * retained_bytes_per_prompt
+    (with n > 1) stays referenced, once in every process that holds an ``LLMEngine`` for it.
+
+    ``engine_copies_per_prompt``: SPMD engines (``distributed_executor_backend=
+    "external_launcher"``: verl's and EasyR1's ``vllm_rollout_spmd.py``, TRL's colocate mode)
+    run one ``LLMEngine`` in every tensor-parallel rank, each given the whole TP group's prompts
+    (EasyR1 ``verl/workers/sharding_manager/fsdp_vllm.py`` ``preprocess_data`` all-gathers the
+    batch and its ``non_tensor_batch``, images included, across the TP group; verl likewise),
+    so each rank keeps its own copy: the TP size. A server engine (vLLM's own worker processes)
+    keeps one copy in its engine process: 1. Source: EasyR1 ``verl/workers/rollout/
+    vllm_rollout/vllm_rollout_spmd.py`` (2025-03, ``LLM(..., distributed_executor_backend=
+    "external_launcher")``); vLLM ``ExecutorWithExternalLauncher`` docs (every rank runs the
+    engine)."""
+    return prompts_per_node_per_step * retained_bytes_per_prompt * max(engine_copies_per_prompt, 1)
 
 
 def checkpoint_save_host_bytes(gathered_weight_bytes: int, optimizer_partition_bytes_per_rank: int,

@@ -94,6 +94,15 @@ def pixel_bytes_per_prompt(plan: Plan) -> int:
     return images * G.pixel_value_bytes_per_image(patches, vision.patch_size, vision.temporal_patch_size, vision.in_chans)
 
 
+def spmd_engine_copies(spec: RunSpec) -> int:
+    """Processes holding one prompt's request: every TP rank of a colocated SPMD engine
+    (verl, EasyR1, TRL and ms-swift colocate run vLLM with the external launcher), one for a
+    server engine or Ray engine actors (vllm_separate, OpenRLHF/ORZ `process_per_role`)."""
+    if spec.rollout.engine == RolloutEngine.vllm_colocate and not spec.placement.process_per_role:
+        return spec.rollout.tensor_parallel_size
+    return 1
+
+
 def vllm_leak(plan: Plan) -> Growth | None:
     spec = plan.spec
     version = getattr(spec.rollout, "vllm_version", None)
@@ -103,8 +112,11 @@ def vllm_leak(plan: Plan) -> Growth | None:
     lengths = spec.lengths
     tokens_prompt = lengths.typical_prompt + plan.shape.image_tokens_per_prompt
     per_prompt = G.retained_request_bytes(tokens_prompt, lengths.typical_completion, n, pixel_bytes_per_prompt(plan))
-    leak = G.vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_round(plan), per_prompt)
-    return Growth(f"vLLM {version} V0 engine keeps finished n={n} requests", leak,
+    leak = G.vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_round(plan), per_prompt,
+                                                          spmd_engine_copies(spec))
+    copies = spmd_engine_copies(spec)
+    held = f", held by each of {copies} TP ranks" if copies > 1 else ""
+    return Growth(f"vLLM {version} V0 engine keeps finished n={n} requests{held}", leak,
                   "vllm#14353/#15597, fixed by vllm PR #14326/#16472")
 
 

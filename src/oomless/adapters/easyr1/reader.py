@@ -25,6 +25,7 @@ from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
+from .. import schedule as SCH
 from ...frontends import hydra as H
 from .keys import DEFAULTS, NO_MEMORY_EFFECT, ACT, ROL, REF
 
@@ -96,6 +97,7 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
     out.set("gradient_checkpointing", C.as_bool(f"{ACT}.model.enable_gradient_checkpointing", v[f"{ACT}.model.enable_gradient_checkpointing"]))
     _finetune(v, out)
     _batch_and_lengths(v, out)
+    _round_and_schedule(v, out)
     _rollout(v, out)
     _algorithm(v, out)
     out.set("ray.enabled", True)
@@ -126,11 +128,39 @@ def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
                        "freeze_tower": C.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
 
 
+def _round_and_schedule(v: dict[str, Any], out: N.Collected) -> None:
+    """`data.rollout_batch_size` prompts per round, `global_batch_size` per optimizer step,
+    `trainer.max_steps` rounds (else epochs, which need the data set's size), `save_freq` rounds
+    (adapters/schedule.py)."""
+    world = C.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1) * C.as_int("trainer.nnodes", v["trainer.nnodes"], 1)
+    ulysses = max(C.as_int(f"{ACT}.{k}", v[f"{ACT}.{k}"], 1) for k in ("ulysses_size", "ulysses_sequence_parallel_size"))
+    rnd = SCH.verl_round(C.as_int("data.rollout_batch_size", v["data.rollout_batch_size"], 1),
+                         C.as_int(f"{ACT}.global_batch_size", v[f"{ACT}.global_batch_size"], 1),
+                         C.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1), world, ulysses,
+                         C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1))
+    if rnd is None:
+        out.notes.append("data.rollout_batch_size / worker.actor.global_batch_size do not divide over the GPUs as EasyR1 "
+                         "requires; one rollout round per optimizer step planned")
+        return
+    out.set("batch.gradient_accumulation_steps", rnd.gradient_accumulation_steps)
+    out.set("batch.steps_per_generation", rnd.steps_per_generation)
+    rounds = v["trainer.max_steps"]
+    schedule = SCH.schedule(C.as_int("trainer.max_steps", rounds, 1) if rounds is not None else None,
+                            C.as_int("trainer.save_freq", v["trainer.save_freq"], -1),
+                            C.as_bool("trainer.save_model_only", v["trainer.save_model_only"]), rnd)
+    if schedule:
+        out.set("schedule", schedule)
+    if rounds is None:
+        out.notes.append("trainer.max_steps not set: the run's length (total_epochs × rounds per epoch) needs the data "
+                         "set's size; growth over steps is judged only with schedule.max_steps (spec) or trainer.max_steps")
+
+
 def _rollout(v: dict[str, Any], out: N.Collected) -> None:
     ro: dict[str, Any] = {
         "engine": "vllm_colocate", "sleep_level": 1,
         "gpu_memory_utilization": C.as_float(f"{ROL}.gpu_memory_utilization", v[f"{ROL}.gpu_memory_utilization"], 0.0, 1.0),
         "tensor_parallel_size": C.as_int(f"{ROL}.tensor_parallel_size", v[f"{ROL}.tensor_parallel_size"], 1),
+        "samples_per_request": C.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1),
         "max_num_batched_tokens": C.as_int(f"{ROL}.max_num_batched_tokens", v[f"{ROL}.max_num_batched_tokens"], 1),
         "offload_model": C.as_bool(f"{ACT}.offload.offload_params", v[f"{ACT}.offload.offload_params"]),
         "offload_optimizer": C.as_bool(f"{ACT}.offload.offload_optimizer", v[f"{ACT}.offload.offload_optimizer"]),

@@ -31,7 +31,7 @@ def render_files(spec: Any) -> dict[str, str]:
     head = N.header([
         f"EasyR1 config written by `oomless export --to easyr1` for {spec.model}.",
         "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
-        "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
+        "Batch sizes: the spec's round (steps_per_generation) and optimizer step (gradient accumulation) in prompts.",
         "Fill in data.train_files / data.val_files and worker.reward before training.",
     ])
     return {MAIN_FILE: head + N.dump_yaml(_spec_to_config(spec))}
@@ -70,22 +70,43 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                                "limit_images": ro.limit_images_per_prompt or 0}
     if ro.max_model_len is not None:
         rollout["max_model_len"] = ro.max_model_len
+    round_prompts, update_prompts, trainer = _round(spec, world, micro)
     config: dict[str, Any] = {
         "data": {"max_prompt_length": spec.lengths.max_prompt_tokens, "max_response_length": spec.lengths.max_completion_tokens,
-                 "rollout_batch_size": world * micro, "max_pixels": spec.vision.max_pixels or DEFAULTS["data.max_pixels"],
+                 "rollout_batch_size": round_prompts, "max_pixels": spec.vision.max_pixels or DEFAULTS["data.max_pixels"],
                  "min_pixels": spec.vision.min_pixels or DEFAULTS["data.min_pixels"]},
         "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "disable_kl": spec.kl_beta == 0,
                       "kl_coef": spec.kl_beta if spec.kl_beta > 0 else DEFAULTS["algorithm.kl_coef"]},
         "worker": {
-            "actor": {"global_batch_size": world * micro, "micro_batch_size_per_device_for_update": micro,
+            "actor": {"global_batch_size": update_prompts, "micro_batch_size_per_device_for_update": micro,
                       "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
                       "model": model, "optim": {"strategy": "adamw_bf16" if precision == "bf16" else "adamw"},
                       "fsdp": fsdp, "offload": {"offload_params": ro.offload_model, "offload_optimizer": ro.offload_optimizer}},
             "rollout": rollout,
             "ref": {"offload": {"offload_params": ro.offload_model}},
         },
-        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes},
+        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes, **trainer},
     }
     if algorithm == "ppo":
         config["worker"]["critic"] = {"model": {"model_path": spec.critic.model or spec.model}}
     return config
+
+
+def _round(spec: Any, world: int, micro: int) -> tuple[int, int, dict[str, Any]]:
+    """data.rollout_batch_size and worker.actor.global_batch_size (prompts) from the spec's
+    round (steps_per_generation micro-batches per GPU) and optimizer step (gradient
+    accumulation), and trainer.max_steps / save_freq in rounds: adapters/schedule.py inverted."""
+    n, b = spec.batch.num_generations, spec.batch
+    per_round, per_update = micro * spec.steps_per_generation * world, micro * b.gradient_accumulation_steps * world
+    if per_round % n or per_update % n:
+        C.cannot_express("batch.steps_per_generation", f"EasyR1 counts prompts: {per_round} and {per_update} sequences "
+                         f"a round and a step are not multiples of rollout.n={n}")
+    steps_per_round = max(per_round // per_update, 1)
+    trainer: dict[str, Any] = {}
+    sch = spec.schedule
+    if sch.max_steps is not None:
+        trainer["max_steps"] = -(-sch.max_steps // steps_per_round)
+    if sch.save_steps is not None:
+        trainer["save_freq"] = max(sch.save_steps // steps_per_round, 1)
+        trainer["save_model_only"] = sch.save_only_model
+    return per_round // n, per_update // n, trainer
