@@ -18,7 +18,8 @@ from ..planner.engine import engine_budget
 from ..planner.gpu_phases import PREFIX, GroupPlanner, _finish
 from ..planner.plan import Plan, PhaseMemory
 from ..planner.roles import Group, RoleModel, placement_groups
-from ..spec.run import Role, RolloutEngine
+from ..planner.shape import RunShape
+from ..spec.run import Role, RolloutEngine, RunSpec
 
 ROLE_OF_PREFIX = {prefix: role for role, prefix in PREFIX.items()}
 HOST_ROLE = {role.value: role for role in PREFIX}
@@ -37,11 +38,11 @@ class Ctx:
     """The model whose forward, backward or optimizer step the phase runs (None: no such work)."""
 
     @property
-    def spec(self):  # noqa: ANN201 - RunSpec
+    def spec(self) -> RunSpec:
         return self.plan.spec
 
     @property
-    def shape(self):  # noqa: ANN201 - RunShape
+    def shape(self) -> RunShape:
         return self.plan.shape
 
     def model(self, role: Role) -> RoleModel:

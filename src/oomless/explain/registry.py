@@ -44,5 +44,11 @@ def find(table: list[tuple[re.Pattern[str], Explainer]], name: str) -> Explainer
 
 
 def load() -> None:
-    """Import the modules that register explainers."""
-    from . import engine_terms, host_terms, overhead_terms, state_terms, work_terms  # noqa: F401
+    """Import the modules that register explainers (once; importing registers)."""
+    import importlib
+
+    for module in TERM_MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+
+
+TERM_MODULES = ("state_terms", "overhead_terms", "engine_terms", "work_terms", "host_terms")

@@ -13,6 +13,7 @@ from ..memory import constants as C
 from ..memory import logits as L
 from ..memory import params as P
 from ..planner import gpu_phases as GP
+from ..planner.batches import MicroBatch
 from ..planner import vision_terms as VT
 from ..spec.run import FinetuneMethod, LogitsMode, Role
 from .context import Ctx
@@ -24,7 +25,7 @@ def _training(ctx: Ctx) -> bool:
     return ctx.phase in ("train", "critic_train")
 
 
-def _batch(ctx: Ctx):  # noqa: ANN202 - MicroBatch
+def _batch(ctx: Ctx) -> MicroBatch:
     return ctx.shape.train_batch if _training(ctx) else ctx.shape.logprob_batch
 
 
@@ -179,7 +180,7 @@ def logits(ctx: Ctx, name: str) -> Formula:
     if _training(ctx):
         expression, inputs, fn = TRAINING[mode], _training_logits_terms(ctx) + constants, L.training_logits_bytes
     else:
-        mb, arch = _batch(ctx), ctx.model(ctx.role).arch
+        mb = _batch(ctx)
         buffer = fn_input("work_buffer", L.head_work_buffer_bytes(mb.num_rows * mb.logit_rows), L.head_work_buffer_bytes)
         expression, inputs, fn = LOGPROB[mode], _logit_inputs(ctx) + constants + (buffer,), L.logprob_logits_bytes
     source = {LogitsMode.fused: doc_source(L.fused_grad_weight_bytes), LogitsMode.chunked_head: doc_source(L.chunked_head_training_bytes)}.get(
