@@ -61,7 +61,7 @@ _FIELD_ANCHORS = ("Tried to allocate", "is allocated by PyTorch", "is reserved b
                   "reserved in total by PyTorch", "has a total capac")
 """Phrases only the allocator's message holds: a pasted fragment without the "CUDA out of memory"
 head is still that message."""
-_EVIDENCE = re.compile(r"Tried to allocate|total capac|is free|by PyTorch|already allocated|cached\s*\)")
+_EVIDENCE = re.compile(r"Tried to allocate|total capac|is free|by PyTorch|already allocated|cached\s*\)|allowed;|private pools|memory in use")
 _EXCEPTION_BEFORE = re.compile(r"(?:OutOfMemoryError|RuntimeError|Error):\s*$")
 _NOT_TORCH_AFTER = re.compile(r"\s*occurred when warming up")
 """vLLM's re-raise of the sampler warm-up failure (`vllm_warmup_oom`), not the allocator's text."""
@@ -78,10 +78,11 @@ _PROC = re.compile(rf"Process\s*\d+\s*has\s*{SIZE}\s*memory in use")
 _THIS = re.compile(rf"this process has\s*{SIZE}\s*memory in use")
 _ALLOWED = re.compile(rf"{SIZE}\s*allowed;")
 _ALLOC = re.compile(rf"{SIZE}\s*is allocated by PyTorch")
-_POOL = re.compile(rf"with\s*{SIZE}\s*allocated in private pools")
+_POOL = re.compile(rf"{SIZE}\s*allocated in private pools")
 _UNALLOC = re.compile(rf"{SIZE}\s*is reserved by PyTorch but unallocated")
 _OLD_CAP = re.compile(rf"GPU\s*(\d+)\s*;\s*{SIZE}\s*total capacity")
 _OLD_CAP_ALONE = re.compile(rf"{SIZE}\s*total capacity")
+_OLD_GPU = re.compile(r"\(GPU\s*(\d+)\s*;")
 _OLD_ALLOC = re.compile(rf"{SIZE}\s*already allocated")
 _OLD_FREE = re.compile(rf"{SIZE}\s*free\s*[;)]")
 _OLD_RESERVED = re.compile(rf"{SIZE}\s*reserved in total by PyTorch")
@@ -113,8 +114,9 @@ def _torch_current(w: str, numbers: dict) -> str:
 
 def _torch_parenthesised(w: str, numbers: dict) -> str:
     cap = _OLD_CAP.search(w)
+    gpu = cap or _OLD_GPU.search(w)
     numbers.update(
-        gpu_index=to_int(cap.group(1)) if cap else None,
+        gpu_index=to_int(gpu.group(1)) if gpu else None,
         capacity_bytes=_size(cap, 2) if cap else _size(_OLD_CAP_ALONE.search(w)),
         allocated_bytes=_size(_OLD_ALLOC.search(w)), free_bytes=_size(_OLD_FREE.search(w)),
         allowed_bytes=_size(_ALLOWED.search(w)), reserved_bytes=_size(_OLD_RESERVED.search(w)),
@@ -144,7 +146,7 @@ def _torch_head(text: str, at: int) -> tuple[int, str] | None:
         return None
     start = at - len(api) - 1
     after = text[at + len(_OOM):at + len(_OOM) + 400]
-    line_start = text.rfind("\n", 0, start) + 1
+    line_start = text.rfind("\n", max(0, start - 80), start) + 1
     rest_of_line = after.split("\n", 1)[0].strip(" .…")
     if (after.startswith(".") or _EVIDENCE.search(after) or not rest_of_line
             or _EXCEPTION_BEFORE.search(text, max(line_start, start - 80), start)):
@@ -188,6 +190,7 @@ def torch_oom(text: str) -> Iterator[Finding]:
 # ends with the cause's traceback; when that holds PyTorch's message, that message is the finding.
 
 _RAY_TASK_OOM = re.compile(r"RayTaskError\((?:\w+\.){0,4}OutOfMemoryError\)(?::\s*ray::([\w.]{1,200})\()?")
+_TORCH_TEXT = re.compile(r"out of memory|Tried to allocate|by PyTorch|total capac")
 RAY_TRACEBACK_CHARS = 20_000
 """Characters after a RayTaskError searched for the cause's own message."""
 
@@ -196,7 +199,7 @@ def ray_task_oom(text: str) -> Iterator[Finding]:
     if "RayTaskError(" not in text:
         return
     for m in _RAY_TASK_OOM.finditer(text):
-        if text.find(_OOM, m.end(), m.end() + RAY_TRACEBACK_CHARS) >= 0:
+        if _TORCH_TEXT.search(text, m.end(), m.end() + RAY_TRACEBACK_CHARS):
             continue
         labels = {"ray_task": m.group(1)} if m.group(1) else {}
         yield make(Kind.torch_gpu_oom, "ray_task_error", text, m.start(), {}, labels)
@@ -346,7 +349,8 @@ _NCCL_CALLOC = re.compile(r"Failed to CUDA (calloc async|calloc|malloc) (\d+) by
 
 
 def _nccl_source(text: str, offset: int) -> dict:
-    head = text[max(0, text.rfind("\n", 0, offset) + 1):offset]
+    low = max(0, offset - 300)  # NCCL's prefix is "host:pid:tid [dev] file:line NCCL WARN "
+    head = text[max(low, text.rfind("\n", low, offset) + 1):offset]
     src = _NCCL_SOURCE.search(head.rstrip())
     return {"source": f"{src.group(1)}:{src.group(2)}"} if src else {}
 

@@ -148,8 +148,15 @@ NEAR_KILL_CHARS = 2_000
 """Characters before it searched for an earlier kill (a later OOM event beginning in a log cut short)."""
 
 
+LINE_HEAD_CHARS = 300
+"""Characters before a match read as its line's head (a prefix, "Out of memory:", a command)."""
+
+
 def _line_head(text: str, offset: int) -> str:
-    return text[text.rfind("\n", 0, offset) + 1:offset]
+    """The text from the start of the line to ``offset``, at most `LINE_HEAD_CHARS` of it (a
+    bounded look back keeps many matches on one very long line linear)."""
+    low = max(0, offset - LINE_HEAD_CHARS)
+    return text[text.rfind("\n", low, offset) + 1 if text.rfind("\n", low, offset) >= 0 else low:offset]
 
 
 def kernel_oom_kill(text: str) -> Iterator[Finding]:
@@ -247,8 +254,6 @@ def _shell_killed(text: str) -> Iterator[Finding]:
 def process_killed(text: str) -> Iterator[Finding]:
     if "Killed" in text:
         yield from _shell_killed(text)
-    if "9" not in text and "SIGKILL" not in text:
-        return
     for variant, pattern in _SIGNAL_FORMS:
         for m in pattern.finditer(text):
             groups = m.groupdict()
