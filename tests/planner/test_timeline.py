@@ -75,7 +75,8 @@ def test_no_version_no_leak_and_no_horizon_no_verdict() -> None:
 
 
 def test_vllm_0_7_leak_grows_with_prompts_and_crosses_within_the_run() -> None:
-    small = host_timeline(_plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 60}))
+    one = {"batch.steps_per_generation": 1, "batch.gradient_accumulation_steps": 1}  # one micro-batch a round
+    small = host_timeline(_plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 60, **one}))
     big_plan = _plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 60,
                       "batch.steps_per_generation": 64, "batch.gradient_accumulation_steps": 16})
     big = host_timeline(big_plan)
@@ -91,9 +92,12 @@ def test_vllm_0_7_leak_grows_with_prompts_and_crosses_within_the_run() -> None:
 
 
 def test_checkpoint_saves_enter_the_timeline() -> None:
-    timeline = host_timeline(_plan({"schedule.max_steps": 100, "schedule.save_steps": 10}))
+    one = {"batch.steps_per_generation": 1, "batch.gradient_accumulation_steps": 1}  # a round per optimizer step
+    timeline = host_timeline(_plan({"schedule.max_steps": 100, "schedule.save_steps": 10, **one}))
     assert timeline.save_every == 10 and timeline.save_bytes > 0
-    only_model = host_timeline(_plan({"schedule.max_steps": 100, "schedule.save_steps": 10, "schedule.save_only_model": True}))
+    four = host_timeline(_plan({"schedule.max_steps": 100, "schedule.save_steps": 12}))  # the seed: 4 steps a round
+    assert four.save_every == 3
+    only_model = host_timeline(_plan({"schedule.max_steps": 100, "schedule.save_steps": 10, "schedule.save_only_model": True, **one}))
     assert 0 < only_model.save_bytes < timeline.save_bytes
 
 
@@ -110,3 +114,13 @@ def test_a_crossing_within_the_run_is_the_verdict_and_named_in_json() -> None:
     assert doc["timeline"]["growth"][0]["source"].startswith("vllm#14353")
     short = _plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 1})
     assert short.timeline.crossing_step is None
+
+
+def test_spmd_engines_hold_the_leak_in_every_tp_rank() -> None:
+    """Colocated SPMD engines (external launcher) keep one copy per TP rank; a server engine one."""
+    base = {"rollout.vllm_version": "0.7.3", "schedule.max_steps": 60}
+    tp2 = host_timeline(_plan({**base, "rollout.tensor_parallel_size": 2}))
+    tp1 = host_timeline(_plan({**base, "rollout.tensor_parallel_size": 1}))
+    assert tp2.growth_bytes_per_step == 2 * tp1.growth_bytes_per_step
+    assert "held by each of 2 TP ranks" in tp2.growth[0].name
+    assert G.vllm_v0_parallel_sampling_leak_bytes_per_step(10, 7, 4) == 280
