@@ -237,7 +237,8 @@ def binding_text(binding: dict[str, Any], fits: bool) -> str:
     what = b["message"] if b["message"].startswith(b["phase"]) else f"{b['phase']} on the {where}, {b['message']}"
     margin = f"margin {format_bytes(b['margin_bytes'])}" if b["ok"] else f"short by {format_bytes(-b['margin_bytes'])}"
     head = "FITS — tightest" if fits else "DOES NOT FIT — breaks first"
-    return (f"{head}: {what}: needs {format_bytes(b['required_bytes'])} of {format_bytes(b['available_bytes'])} "
+    available = format_bytes(b["available_bytes"]) if b["available_bytes"] > 0 else "0 left"  # never a negative size
+    return (f"{head}: {what}: needs {format_bytes(b['required_bytes'])} of {available} "
             f"({margin}); component {b['component']}")
 
 

@@ -79,7 +79,7 @@ def render_comparison(comparison: dict[str, Any]) -> None:
     from ..charts.compare import headline, show_value, signed_bytes
     from ..charts.model import size_label
 
-    out = Console(width=140)
+    out = Console()
     d = comparison["differences"]
     for line, fits in zip(headline(comparison), (d["verdict"]["before"], d["verdict"]["after"])):
         out.print(line, style="bold green" if fits else "bold red", highlight=False, soft_wrap=True)

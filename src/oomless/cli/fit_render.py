@@ -38,7 +38,7 @@ def render_fit(result: FitResult, margin: str, console: Console | None = None,
                native: tuple[str, list[str]] | None = None) -> None:
     """``native``: (framework, its changes in its own keys) when the run came `--from` it; they
     are shown instead of the spec fields."""
-    out = console or Console(width=140)
+    out = console or Console()
     inp = result.input_plan
     verdict = "fits" if inp.fits else f"does not fit ({inp.binding.phase} on the {inp.binding.device_role} {inp.binding.device})"
     out.print(f"Input: {verdict}; predicted {_seconds(result.input_estimate.total_s)} per optimizer step.")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 
-from ..planner.plan import Constraint, Plan, PhaseMemory
+from ..planner import verdict as V
+from ..planner.plan import Plan, PhaseMemory
 from ..units import format_bytes
 
 NUM_TOP_COMPONENTS = 4
@@ -20,16 +23,39 @@ def _pct(part: int, whole: int | None) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def _constraint_line(c: Constraint) -> str:
-    where = f"{c.device_role} GPU" if c.device == "gpu" else "host"
-    return (
-        f"{c.phase} on {where}: {c.component} — needs {format_bytes(c.required_bytes)}, "
-        f"has {format_bytes(c.available_bytes)} ({c.message})"
-    )
+_UNIT_SPACE = re.compile(r"(\d) (GiB|MiB|KiB|tokens)")
+_KEEP = "\u00a0"  # textwrap does not break at a no-break space
+
+
+def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
+    """``text`` wrapped at ``width`` without a line break between a number and its unit."""
+    import textwrap
+
+    kept = _UNIT_SPACE.sub(rf"\1{_KEEP}\2", text)
+    wrapped = textwrap.fill(kept, width=max(width, 40), initial_indent=first, subsequent_indent=rest,
+                            break_on_hyphens=False)
+    return wrapped.replace(_KEEP, " ")
+
+
+def _print_bullet(out: Console, text: str) -> None:
+    """A bullet whose wrapped lines stay indented under it, at the console's width."""
+    out.print(_wrap(text, out.width, "  • ", "    "), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_text(out: Console, text: str) -> None:
+    out.print(_wrap(text, out.width), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_verdict(out: Console, label: str, style: str, text: str) -> None:
+    from rich.text import Text
+
+    line = Text(_wrap(f"{label} — {text}", out.width))
+    line.stylize(style, 0, len(label))
+    out.print(line, soft_wrap=True)
 
 
 def render_plan(plan: Plan, console: Console | None = None) -> None:
-    out = console or Console(width=140)
+    out = console or Console()
     arch, shape = plan.arch, plan.shape
     gpu_name = plan.gpu.id if plan.gpu else "custom GPU"
     out.print(
@@ -57,39 +83,42 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
 
         b = plan.engine
         tokens = max(b.kv_cache_bytes, 0) // kv_bytes_per_token(arch, plan.spec.rollout.tensor_parallel_size)
-        out.print(
+        _print_text(out,
             f"vLLM per GPU: budget {format_bytes(b.requested_bytes)} = weights {format_bytes(b.weight_bytes)} + "
             f"profile peak {format_bytes(b.activation_bytes)} + non-torch {format_bytes(b.non_torch_bytes)} + "
-            f"CUDA graphs {format_bytes(b.cuda_graph_bytes)} + KV cache {format_bytes(b.kv_cache_bytes)} "
-            f"({tokens:,} tokens)"
-        )
+            f"CUDA graphs {format_bytes(b.cuda_graph_bytes)} + {_kv_part(b.kv_cache_bytes, tokens)}")
     for note in plan.notes:
-        out.print(f"note: {note}", markup=False)
-    out.print(f"Micro-batches per GPU: {_batch_line(plan)}")
+        _print_text(out, f"note: {note}")
+    _print_text(out, f"Micro-batches per GPU: {_batch_line(plan)}")
     if plan.typical is not None:
-        out.print(f"Typical batch: {_batch_line(plan.typical)}")
+        _print_text(out, f"Typical batch: {_batch_line(plan.typical)}")
     if plan.timeline is not None and (plan.timeline.growth or plan.timeline.save_bytes):
-        out.print(f"Host RAM over steps: {plan.timeline.message()}")
-    binding = plan.binding
+        _print_text(out, f"Host RAM over steps: {plan.timeline.message()}")
     if plan.worst_fits:
-        out.print(f"[bold green]FITS[/] — tightest: {_constraint_line(binding)}; margin {format_bytes(binding.margin_bytes)}")
+        _print_verdict(out, "FITS", "bold green", V.headline(plan))
         return
     if plan.verdict == "fits_typical":
-        t = plan.typical.binding
-        out.print(
-            f"[bold yellow]FITS ON TYPICAL BATCHES[/] — tightest there: {_constraint_line(t)}; margin "
-            f"{format_bytes(t.margin_bytes)}. The worst batch the limits allow does not fit:"
-        )
-        out.print(_risk_line(plan))
+        _print_verdict(out, "FITS ON TYPICAL BATCHES", "bold yellow",
+                       f"{V.headline(plan.typical)}. The worst batch the limits allow does not fit:")
+        _print_bullet(out, _risk_line(plan).strip())
     else:
-        out.print(f"[bold red]DOES NOT FIT[/] — {len(plan.violations)} constraint(s) broken:")
-    for c in sorted(plan.violations, key=lambda c: c.margin_bytes):
-        out.print(f"  • {_constraint_line(c)}; short by {format_bytes(-c.margin_bytes)}")
+        _print_verdict(out, "DOES NOT FIT", "bold red", V.headline(plan))
+    if len(plan.violations) > 1 or plan.verdict == "fits_typical":
+        out.print(f"{len(plan.violations)} constraint(s) broken, in the order a step meets them:")
+        for c in V.in_time_order(plan, plan.violations):
+            _print_bullet(out, V.constraint_sentence(plan, c))
     longest = plan.longest_fitting_prompt_tokens
     if longest is not None:
-        out.print(f"It fits while every prompt stays within {longest:,} text tokens (the limit planned is "
-                  f"{plan.spec.lengths.max_prompt_tokens:,}): set the framework's prompt limit, or measure your data "
-                  "with `oomless stats`.")
+        _print_text(out, f"It fits while every prompt stays within {longest:,} text tokens (the limit planned is "
+                    f"{plan.spec.lengths.max_prompt_tokens:,}): set the framework's prompt limit, or measure your data "
+                    "with `oomless stats`.")
+
+
+def _kv_part(kv_cache_bytes: int, tokens: int) -> str:
+    """The KV cache term of vLLM's budget; a budget the other terms already spend leaves 0."""
+    if kv_cache_bytes <= 0:
+        return f"KV cache 0 (the other terms exceed the budget by {format_bytes(-kv_cache_bytes)})"
+    return f"KV cache {format_bytes(kv_cache_bytes)} ({tokens:,} tokens)"
 
 
 def _batch_line(plan: Plan) -> str:

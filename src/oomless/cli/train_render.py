@@ -11,7 +11,7 @@ from ..units import format_bytes
 
 
 def render_outcome(outcome: Any, console: Console | None = None) -> None:
-    out = console or Console(width=140)
+    out = console or Console()
     table = Table(title="plan vs actual (peak per phase, training device)")
     for column in ("phase", "planned", "measured peak", "measured/planned", "steps over plan", "s/step"):
         table.add_column(column, justify="left" if column == "phase" else "right")

@@ -88,6 +88,11 @@ class Constraint:
     first_step: int = 1
     """The step in which it first applies: 2 for a phase that breaks only once optimizer states
     created by step 1's optimizer phase are resident (`RoleModel.states_at_first_step`)."""
+    kind: str = "phase_peak"
+    """What is compared, for the verdict's wording (`planner.verdict`): `phase_peak` (a phase's
+    total on one GPU against its capacity; ``component`` is only its largest part),
+    `vllm_startup` (free memory at engine start against utilization × total), `vllm_kv` (KV
+    cache against one max_model_len sequence), `host_peak`, `host_steps` (host RAM over steps)."""
 
     @property
     def margin_bytes(self) -> int:
@@ -214,12 +219,12 @@ def _engine_constraints(planner: GroupPlanner, role: str, arch: ModelArch, shape
         Constraint(
             phase="load", device="gpu", device_role=role, component="vllm.gpu_memory_utilization",
             required_bytes=budget.requested_bytes, available_bytes=shape.capacity_bytes - resident,
-            message="vLLM start-up: free memory must cover gpu_memory_utilization × total",
+            message="vLLM start-up: free memory must cover gpu_memory_utilization × total", kind="vllm_startup",
         ),
         Constraint(
             phase="load", device="gpu", device_role=role, component="vllm.kv_cache",
             required_bytes=one_seq, available_bytes=budget.kv_cache_bytes,
-            message=f"vLLM KV cache must hold one max_model_len={shape.vllm_max_model_len} sequence",
+            message=f"vLLM KV cache must hold one max_model_len={shape.vllm_max_model_len} sequence", kind="vllm_kv",
         ),
     ]
 
@@ -312,7 +317,7 @@ def plan_batch(
         constraints.append(Constraint(
             phase=peak.name, device="host", device_role="node", component=top.name if top else "",
             required_bytes=peak.peak_bytes, available_bytes=host.limit_bytes,
-            message="host RAM per node" + (" against Ray's kill threshold" if spec.ray.enabled else ""),
+            message="host RAM per node" + (" against Ray's kill threshold" if spec.ray.enabled else ""), kind="host_peak",
         ))
     engine = budget if spec.rollout.engine != RolloutEngine.hf else None
     plan = Plan(spec, arch, gpu, shape, models, tuple(devices), host, tuple(constraints), engine)
@@ -324,6 +329,6 @@ def plan_batch(
         phase="steps", device="host", device_role="node",
         component=timeline.growth[0].name if timeline.growth else "checkpoint_save",
         required_bytes=timeline.host_bytes_at(step), available_bytes=timeline.limit_bytes,
-        message=timeline.message(), first_step=step,
+        message=timeline.message(), first_step=step, kind="host_steps",
     )
     return dataclasses.replace(plan, constraints=(*constraints, over), timeline=timeline)
