@@ -51,7 +51,8 @@ def _heading(e: Explained) -> str:
 
 def render_text(explained: list[Explained], title: str = "", width: int | None = None) -> str:
     width = width or shutil.get_terminal_size((100, 24)).columns
-    out = [title] if title else []
+    out = _wrap(title.strip(), width, "") if title.strip() else []
+    out = ([""] if title.startswith("\n") else []) + out
     shown: dict[tuple[str, str, str, int, str], str] = {}
     heading = None
     for e in explained:
