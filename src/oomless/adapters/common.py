@@ -160,19 +160,22 @@ def spec_get(spec: Any, dotted: str) -> Any:
 
 
 _UNEXPRESSED: ContextVar[list[tuple[str, str]] | None] = ContextVar("oomless_unexpressed", default=None)
+_FALLBACK: ContextVar[Any] = ContextVar("oomless_unexpressed_fallback", default=None)
 
 
 @contextmanager
-def collect_unexpressed() -> Iterator[list[tuple[str, str]]]:
+def collect_unexpressed(fallback: Any = None) -> Iterator[list[tuple[str, str]]]:
     """Inside it, `require` and `cannot_express` record (spec field, why) instead of raising,
     so a writer renders everything it can and the caller names every field it could not in one
-    message (`fit --from --write`, `fit --export`)."""
+    message (`fit --from --write`, `fit --export`). `require` then goes on with ``fallback``'s
+    value of the field (the run before the change) when allowed, else the first allowed value."""
     found: list[tuple[str, str]] = []
-    token = _UNEXPRESSED.set(found)
+    token, fallback_token = _UNEXPRESSED.set(found), _FALLBACK.set(fallback)
     try:
         yield found
     finally:
         _UNEXPRESSED.reset(token)
+        _FALLBACK.reset(fallback_token)
 
 
 def cannot_express(dotted: str, why: str) -> None:
@@ -191,7 +194,9 @@ def require(spec: Any, dotted: str, allowed: tuple[Any, ...], framework: str) ->
     if value not in allowed:
         shown = ", ".join(str(a) for a in allowed)
         cannot_express(dotted, f"{value!r} cannot be written for {framework}; allowed: {shown}")
-        return allowed[0]
+        fallback = _FALLBACK.get()
+        kept = spec_get(fallback, dotted) if fallback is not None else None
+        return kept if kept in allowed else allowed[0]
     return value
 
 

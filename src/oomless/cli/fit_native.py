@@ -53,7 +53,12 @@ def native_outcome(framework: str, source: Path, run: Any, best: Any, hardware: 
     from ..adapters.common import read_text
 
     text = read_text(source)
-    patch = plan_patch(framework, source, text, run.spec, best.run.spec)
+    try:
+        patch = plan_patch(framework, source, text, run.spec, best.run.spec)
+    except InputError as err:
+        if write is not None or in_place:
+            raise InputError(FIELD if write is not None else "--in-place", f"{err.field}: {err.message}") from None
+        return NativeOutcome([], message=f"{err.field}: {err.message}")
     problems = read_back(patch, hardware, best.run.spec, run.arch)
     folder = write if write is not None else source.parent if in_place else None
     out = NativeOutcome([c.shown for c in patch.changes], message=unexpressed_message(framework, problems))

@@ -78,7 +78,7 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
             f[f"{key}_num_nodes"], f[f"{key}_num_gpus_per_node"] = roles[role][1] * nodes, 1
     f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles["reference"][0]
     f["colocate_critic_reward"] = "reward" in roles and roles.get("critic", (None,))[0] == roles["reward"][0]
-    f["vllm_num_engines"] = roles["vllm"][1] * nodes // ro.tensor_parallel_size
+    f["vllm_num_engines"] = roles["vllm"][1] * nodes // ro.tensor_parallel_size if "vllm" in roles else 0
     f["vllm_tensor_parallel_size"] = ro.tensor_parallel_size
     f.update(pretrain=spec.model, critic_pretrain=(spec.critic.model or spec.model) if algorithm == "ppo" else "",
              reward_pretrain=spec.reward_model.model, use_grpo=algorithm == "grpo",

@@ -71,10 +71,19 @@ def file_style(path: Path, module: Any) -> str:
     return module.NATIVE_STYLE
 
 
-def settings(module: Any, spec: Any, dialect: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The writer's native settings of ``spec``, and the fields it could not express."""
-    with C.collect_unexpressed() as found:
-        values = module.native_settings(spec, dialect)
+def settings(module: Any, spec: Any, dialect: Any, fallback: Any = None) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The writer's native settings of ``spec``, and the fields it could not express (those keep
+    ``fallback``'s value where the framework allows it)."""
+    from ...errors import InputError
+
+    with C.collect_unexpressed(fallback) as found:
+        try:
+            values = module.native_settings(spec, dialect)
+        except (KeyError, ValueError, TypeError, IndexError, ZeroDivisionError) as err:
+            # a layout the writer has no branch for (it refused an earlier field and went on)
+            fields = ", ".join(f for f, _ in found) or "the configuration"
+            raise InputError(fields, f"{module.__name__.split('.')[2]} cannot express it "
+                             f"({type(err).__name__}: {err})") from None
     return values, found
 
 
@@ -142,7 +151,7 @@ def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: A
             best = (present, dialect, f, old_values)
     assert best is not None
     _, dialect, f, old_values = best
-    new_values, unexpressed = settings(module, new_spec, dialect)
+    new_values, unexpressed = settings(module, new_spec, dialect, fallback=old_spec)
     _, old_unexpressed = settings(module, old_spec, dialect)
     wanted = {k: new_values.get(k) for k in [*new_values, *old_values] if new_values.get(k) != old_values.get(k)}
     changes = tuple(NativeChange(k, f.value(k), v, _shown(style, k, f.value(k), v)) for k, v in wanted.items())
