@@ -113,3 +113,9 @@ def test_plan_without_explain_does_not_import_the_explanation() -> None:
              "print('oomless.explain' in sys.modules)") % str(S1_AFTER)
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert result.stdout.strip().splitlines()[-1] == "False", result.stderr
+
+
+def test_explain_fits_an_80_column_terminal() -> None:
+    result = CliRunner().invoke(app, ["explain", str(S1_BEFORE)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80

@@ -117,6 +117,15 @@ def test_fuzzed_specs_are_explained(data: dict[str, Any]) -> None:
     assert problems(plan) == []
 
 
+VISION_MODELS = ["Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "OpenGVLab/InternVL3-2B", "google/gemma-3-4b-it"]
+
+
+@fuzz_settings()
+@given(valid_specs(models=VISION_MODELS))
+def test_fuzzed_vision_specs_are_explained(data: dict[str, Any]) -> None:
+    test_fuzzed_specs_are_explained.hypothesis.inner_test(data)
+
+
 # --- static: every name the planner can emit has an entry -------------------------------------
 
 SUBSTITUTES = ("policy", "reference", "critic", "reward", "actor", "vllm", "policy.", "critic.", "")

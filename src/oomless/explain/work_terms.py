@@ -12,6 +12,8 @@ from ..memory import activations as A
 from ..memory import constants as C
 from ..memory import logits as L
 from ..memory import params as P
+from ..memory import vision as VZ
+from ..catalog.models import ModelArch
 from ..planner import gpu_phases as GP
 from ..planner.batches import MicroBatch
 from ..planner import vision_terms as VT
@@ -78,14 +80,42 @@ def attention_mask(ctx: Ctx, name: str) -> Formula:
                    doc_source(A.dense_attention_mask_bytes), code_ref(A.dense_attention_mask_bytes))
 
 
+VISION_SOURCE = ("tensor by tensor from transformers' qwen2_5_vl/modeling_qwen2_5_vl.py, InternVL modeling_intern_vit.py, "
+                 "siglip/modeling_siglip.py (memory/vision.py), checked with `oomless trace`")
+
+
+def _tower_forward_peak(ctx: Ctx, arch: ModelArch, images: int, patches: int) -> Formula:
+    """`vision.vision_inference_peak_bytes`: residual stream and block input, plus the largest
+    block-internal transient (norm, attention with its eager scores, MLP)."""
+    v, attention, dense = arch.vision, ctx.spec.attention, ctx.spec.vision.dense_attention_mask
+    norm, attn, mlp = VZ._inference_parts_per_patch(v, attention)
+    score_bytes = 2 * VZ.INTERN_EAGER_SCORE_BYTES if VZ._tower(v) == VZ.INTERN_VIT else VZ.HF_EAGER_SCORE_BYTES
+    scores = VZ._eager_score_bytes(v, attention, patches, images, dense, score_bytes)
+    return Formula("2 * B * h * images * patches + max(norm * images * patches, attn * images * patches + scores, mlp * images * patches)", (
+        Input("B", A.B, "bf16 bytes"), Input("h", v.hidden_size, "the tower's hidden size"),
+        Input("images", images, "images in the forward: sequences × images_per_prompt"),
+        Input("patches", patches, "patches per image (the processor's resize limits)"),
+        Input("norm", norm, "bytes per patch of the norm's fp32 transient"), Input("attn", attn, "bytes per patch of the attention block"),
+        Input("mlp", mlp, "bytes per patch of the MLP block"), Input("scores", scores, f"eager attention scores alive at once ({attention.value})"),
+    ), VISION_SOURCE, code_ref(VZ.vision_inference_peak_bytes))
+
+
 @gpu(r"vision\.activations")
 def vision_activations(ctx: Ctx, name: str) -> Formula:
     assert ctx.role is not None
-    arch, mb = ctx.model(ctx.role).arch, _batch(ctx)
-    fn = VT.training_bytes if _training(ctx) else VT.inference_bytes
-    value = fn(ctx.spec, ctx.shape, arch, mb.num_sequences)
-    f = fn_input("tower", value, fn, f"vision tower over the images of {mb.num_sequences} sequences")
-    return Formula("tower", (f,), f.source or "memory/vision_towers.py (per-block terms of the ViT, traced)", f.code)
+    arch, mb, spec = ctx.model(ctx.role).arch, _batch(ctx), ctx.spec
+    images = mb.num_sequences * ctx.shape.lengths.images_per_prompt
+    patches = VT._patches(spec, arch, ctx.shape.lengths.image_pixels)
+    forward = _tower_forward_peak(ctx, arch, images, patches)
+    if not (_training(ctx) and VT.tower_trains(spec)):
+        return forward
+    v, checkpointing = arch.vision, VT.tower_checkpointing(spec, arch)
+    saved = VZ.vision_training_saved_bytes(v, patches, images, spec.attention, checkpointing, dense_mask=spec.vision.dense_attention_mask)
+    return Formula("max(saved + merger, forward_peak)", (
+        fn_input("saved", saved, VZ.vision_training_saved_bytes, f"the trained tower's saved activations (checkpointing {checkpointing})"),
+        fn_input("merger", VZ.merger_saved_bytes(v, patches, images), VZ.merger_saved_bytes, "the projector's saved activations"),
+        Input("forward_peak", forward.value, "the tower's no-grad forward peak (it runs the same forward)", formula=forward),
+    ), f"{VISION_SOURCE}; {doc_source(VT.training_bytes)}", code_ref(VT.training_bytes))
 
 
 @gpu(r"ulysses\.all_to_all")
