@@ -193,6 +193,8 @@ NO_MEMORY_EFFECT = frozenset({
     "resume_from_checkpoint", "resume_only_model", "multi_turn_scheduler", "max_turns", "loss_scale",
     "vllm_server_pass_dataset", "cosine_max_len", "repetition_n_grams", "repetition_max_penalty",
     "vllm_reasoning_parser", "ddp_find_unused_parameters", "push_to_hub", "hub_model_id", "ignore_args_error",
+    "agent_template", "reward_model_plugin", "vllm_server_host", "chord_mu_warmup_steps", "chord_mu_decay_steps",
+    "chord_mu_peak", "chord_mu_valley", "chord_enable_phi_function",
 })
 """ms-swift flags understood to have no effect on the memory oomless plans."""
 
@@ -220,6 +222,10 @@ NOT_MODELLED = {
     "per_device_eval_batch_size": "evaluation is not planned",
     "vllm_server_base_url": "a server elsewhere: its GPUs are those beyond NPROC_PER_NODE",
     "num_generations_eval": "evaluation is not planned",
+    "chord_sft_dataset": "CHORD's SFT loss on a second dataset is not modelled",
+    "chord_sft_per_device_train_batch_size": "CHORD's SFT micro-batches beside the GRPO ones are not modelled",
+    "use_lmdeploy": "an LMDeploy rollout engine is not modelled",
+    "async_generate": "generating the next batch while training (an extra batch in flight) is not modelled",
 }
 """Flags that change memory in ways the spec has no field for: reported, not planned."""
 

@@ -20,8 +20,23 @@ NO_MEMORY_EFFECT = frozenset({
     "vllm_importance_sampling_cap", "vllm_model_impl", "log_unique_prompts", "dataloader_num_workers",
     "remove_unused_columns", "bf16_full_eval", "ddp_timeout", "gradient_checkpointing_kwargs", "env",
     "chat_template_kwargs", "generation_kwargs", "multi_objective_aggregation", "use_bias_correction_kl",
-    "dataset_streaming", "ignore_bias_buffers", "logging_first_step", "save_only_model",
+    "dataset_streaming", "ignore_bias_buffers", "logging_first_step", "save_only_model", "do_eval",
+    "hub_strategy", "log_level", "logging_strategy", "overwrite_output_dir", "lr_scheduler_kwargs",
 })
+
+
+OPEN_R1_NO_MEMORY_EFFECT = frozenset({
+    "benchmarks", "callbacks", "chat_template", "system_prompt", "hub_model_revision", "overwrite_hub_revision",
+    "push_to_hub_revision", "wandb_entity", "wandb_project", "wandb_run_group", "wandb_log_unique_prompts",
+    "cosine_min_value_wrong", "cosine_max_value_wrong", "cosine_min_value_correct", "cosine_max_value_correct",
+    "cosine_max_len", "repetition_n_grams", "repetition_max_penalty", "code_language", "code_eval_test_batch_size",
+    "parallel_code_exec_per_proc", "dataset_prompt_column", "e2b_router_url", "morph_router_url", "code_provider",
+    "ioi_provider",
+})
+"""open-r1's own GRPOConfig and GRPOScriptArguments fields (not TRL keys; open-r1
+`src/open_r1/configs.py`, commit 078c5e17): logging, hub, reward-function and code-sandbox
+settings without a memory effect. `system_prompt` lengthens prompts, which the prompt bound
+(max_prompt_length or the max_prompt_tokens directive) already covers."""
 
 
 NOT_MODELLED = {

@@ -42,7 +42,7 @@ from ..args import hf_optimizer
 from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
 from .. import key_tables as KT
-from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED
+from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT
 
 SUPPORTED_VERSIONS = ">=1.0,<2"
 """TRL 1.x; defaults of 1.16.0 (earlier 1.x releases may differ in batch and vLLM defaults)."""
@@ -115,7 +115,7 @@ class Keys:
                 continue
             if name in NOT_MODELLED:
                 lines.append(f"{name}: {NOT_MODELLED[name]}")
-            elif name in NO_MEMORY_EFFECT:
+            elif name in NO_MEMORY_EFFECT or name in OPEN_R1_NO_MEMORY_EFFECT:
                 lines.append(f"{name}: no effect on memory")
             else:
                 lines.append(f"{name}: {KT.unread_key_why((KT.load('trl'), KT.transformers_table()), name)}")
