@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,24 @@ def cache_dir() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "huggingface" / "hub"
 
 
+_PLAIN_REPO_ID = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?/)?[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?")
+"""A subset of huggingface_hub's ``REPO_ID_REGEX`` (utils/_validators.py, hub 2.4.0): ASCII
+parts of 1-96 characters that start and end with a letter or digit, at most one ``/``."""
+
+
+def repo_cache_folder(repo_id: str) -> Path:
+    """The cache folder of a model repo, ``models--{org}--{name}`` (huggingface_hub's cache
+    layout, ``file_download.repo_folder_name``; docs "Understand caching")."""
+    return cache_dir() / ("models--" + repo_id.replace("/", "--"))
+
+
 def looks_like_repo_id(ref: str) -> bool:
     """``org/name`` or ``name`` with the Hub's allowed characters (huggingface_hub's
-    ``validate_repo_id``), so a mistyped local path is not sent to the Hub."""
+    ``validate_repo_id``), so a mistyped local path is not sent to the Hub. A plain ASCII name
+    (`_PLAIN_REPO_ID`, which that rule always accepts) is answered without importing
+    huggingface_hub (its errors module pulls in its HTTP client: most of a plan's start-up)."""
+    if _PLAIN_REPO_ID.fullmatch(ref) and "--" not in ref and ".." not in ref and not ref.endswith(".git"):
+        return True
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
@@ -73,7 +89,10 @@ def looks_like_repo_id(ref: str) -> bool:
 
 
 def cached_file(repo_id: str, filename: str, revision: str | None) -> Path | None:
-    """A file of a model repo in the local cache, or None. Never touches the network."""
+    """A file of a model repo in the local cache, or None. Never touches the network; does not
+    import huggingface_hub when the cache holds nothing of the repo."""
+    if not repo_cache_folder(repo_id).is_dir():
+        return None
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir(), revision=revision)

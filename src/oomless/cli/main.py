@@ -163,6 +163,11 @@ def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point. Usage errors (unknown option, missing argument) are
     click's plain three-line message and exit code 2, like every other bad input."""
     args = argv if argv is not None else sys.argv[1:]
+    # Pydantic looks for plugins (observability hooks) in every installed distribution's entry
+    # points when it builds its first validator: a tenth of a second on a machine with torch
+    # installed, for hooks oomless's own models never need. A value the user set is kept.
+    # Source: pydantic docs, "Plugins" (PYDANTIC_DISABLE_PLUGINS), pydantic/plugin/_loader.py.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     _pipe_safe_stdout()
     if _asks_version(args):
         typer.echo(version_line())

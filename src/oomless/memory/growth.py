@@ -29,10 +29,7 @@ from __future__ import annotations
 
 import math
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
-LEAKING_VLLM = SpecifierSet(">=0.7.0,<0.8.0")
+LEAKING_VLLM = ">=0.7.0,<0.8.0"
 """vLLM releases whose default (V0) engine leaks finished n > 1 requests: the leak arrived
 with ``ParallelSampleSequenceGroup`` in 0.7.0 (vllm #15597) and the V1 engine, default from
 0.8.0, keeps no ``seq_id_to_seq_group``. Users who force V0 on 0.8.x (``VLLM_USE_V1=0``) keep
@@ -55,8 +52,11 @@ def is_leaking_vllm(version: str | None) -> bool:
     """True for a vLLM version in ``LEAKING_VLLM``; False when unknown or unparsable."""
     if not version:
         return False
+    from packaging.specifiers import SpecifierSet  # imported here: most plans name no vLLM version
+    from packaging.version import InvalidVersion, Version
+
     try:
-        return Version(version) in LEAKING_VLLM
+        return Version(version) in SpecifierSet(LEAKING_VLLM)
     except InvalidVersion:
         return False
 
