@@ -8,7 +8,8 @@ Each manifest entry is planned the way a user would plan it from the repository 
 version: `oomless plan --from FW FILE --json` with `--gpu`/`--gpus-per-node`/`--nodes` from the
 entry's published hardware, or `--gpu A100-80GB` alone when the file and its README name none
 (the GPU count then comes from the file or the framework's default), in a subprocess with a
-timeout. Outcomes: `fits` (exit 0), `does-not-fit` (exit 1), `refused` (exit 2, the first
+timeout. An entry whose hardware names a `launch` (the README command that runs a recipe) is
+planned through that command instead of the bare file. Outcomes: `fits` (exit 0), `does-not-fit` (exit 1), `refused` (exit 2, the first
 stderr line is the reason), `crash` (exit 3, any other code, or a traceback), `timeout`.
 """
 
@@ -65,9 +66,11 @@ def load_manifest(path: Path = MANIFEST) -> list[dict[str, Any]]:
 
 def plan_args(entry: dict[str, Any]) -> tuple[list[str], str]:
     """The `oomless` arguments for an entry (run from its version folder), and where its hardware comes from."""
-    file = str(Path(entry["file"]).relative_to(entry["root"]))
-    args = ["plan", "--from", entry["framework"], file, "--json"]
     hardware = entry.get("hardware")
+    file = str(Path(entry["file"]).relative_to(entry["root"]))
+    if hardware and hardware.get("launch"):
+        file = hardware["launch"]  # the command its README runs it with (a corpus file of the same version)
+    args = ["plan", "--from", entry["framework"], file, "--json"]
     if not hardware:
         return [*args, "--gpu", DEFAULT_GPU], f"default --gpu {DEFAULT_GPU}"
     args += ["--gpu", hardware["gpu"]]
@@ -214,6 +217,8 @@ def render_doc(outcomes: list[Outcome], manifest: list[dict[str, Any]]) -> str:
         entry = by_id[o.id]
         hw = entry.get("hardware")
         hardware = f"{hw.get('nodes', 1)}×{hw.get('gpus_per_node', '?')} {hw['gpu']}" if hw else f"({DEFAULT_GPU})"
+        if hw and hw.get("launch"):
+            hardware += f", via `{hw['launch']}`"
         detail = o.binding if o.outcome in PLANNED else o.reason
         out.append(f"| `{o.id}` | {hardware} | {o.outcome} | {_cell(detail)} | {o.num_warnings} |")
     return "\n".join(out) + "\n"
