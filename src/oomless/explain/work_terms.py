@@ -169,10 +169,12 @@ TRAINING = {
     LogitsMode.full_fp32: "max(lm_input + softcap + max(B * E1 + F * E1, F * (E1 + E), FP32_GATHER_BACKWARD_COPIES * F * E), head_backward)",
     LogitsMode.chunked: "max(lm_input + softcap + max(max(B * (E1 + E), B * E + CHUNK_FORWARD_FP32_COPIES * F * R), "
                         "max(B * E + B * (E - R) + CHUNK_BACKWARD_FP32_COPIES * F * R, 2 * B * E, B * (E + E1))), head_backward)",
-    LogitsMode.chunked_head: "chunked_head",
+    LogitsMode.chunked_head: "max(B * N * h + work_buffer, B * N * h + work_buffer + (HEAD_FP32_GRADIENT_BYTES + B) * N * h "
+                             "+ weight_grads, B * h * b * (2 * s - 1) + tied)",
     LogitsMode.fused: "c * V * FUSED_SEQUENCE_BYTES_PER_LOGIT + grad_weight",
 }
-CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT")
+CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
+             "HEAD_FP32_GRADIENT_BYTES")
 
 
 def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
@@ -184,13 +186,16 @@ def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
     tied = fn_input("tied", 0 if frozen else A.tied_head_gradient_bytes(arch), A.tied_head_gradient_bytes,
                     "tied LM head's weight gradient waiting for the embedding's (0 untied or frozen)")
     base = _logit_inputs(ctx)
+    weight_grads = Formula("0" if frozen else "HEAD_FP32_GRADIENT_BYTES * V * h + tied", (*base, tied, constant(L, "HEAD_FP32_GRADIENT_BYTES")),
+                           doc_source(L.chunked_head_training_bytes), code_ref(L.chunked_head_training_bytes))
     head = Formula("lm_input + B * E1 + tied + B * h * b * (c + 1)", (*base, lm_input, tied),
                    "the LM head's backward (memory/logits.py)", code_ref(L.training_logits_bytes))
     return (
         *base, lm_input, tied, Input("head_backward", head.value, "the LM head's backward moment", formula=head),
         fn_input("softcap", L._final_softcap_bytes(arch, b, c), L._final_softcap_bytes, "Gemma 2's soft-cap tensor (0 elsewhere)"),
-        fn_input("chunked_head", L.chunked_head_training_bytes(arch, b, c, s, frozen) if ctx.spec.logits == LogitsMode.chunked_head else 0,
-                 L.chunked_head_training_bytes),
+        Input("s", s, "tokens per row"), Input("N", b * c, "completion positions b·c gathered for the tiled head"),
+        fn_input("work_buffer", L.head_work_buffer_bytes(b * c), L.head_work_buffer_bytes),
+        Input("weight_grads", weight_grads.value, "the head's fp32 and bf16 weight gradients (0 when frozen)", formula=weight_grads),
         fn_input("grad_weight", L.fused_grad_weight_bytes(arch), L.fused_grad_weight_bytes),
     )
 
