@@ -17,7 +17,6 @@ version without importing the framework.
 from __future__ import annotations
 
 import ast
-import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -172,7 +171,3 @@ def openrlhf_keys(wheel: Path) -> Table:
         out[flag] = entry
     return out
 
-
-def version_of(name: str) -> str:
-    match = re.search(r"-(\d[^-]*)-", name)
-    return match.group(1) if match else name
