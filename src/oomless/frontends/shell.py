@@ -11,7 +11,8 @@ them, each with its words after expansion (`frontends.words`) and the environmen
   runs the same training each time; `ShellCommand.context` says so);
 - `if`/`while` bodies are read once; an assignment in an `if` branch only gives a variable that
   is still unset a value (the common `if [ -z "$X" ]; then X=...; fi` default);
-- a function's body is read where the function is called, a `bash -c "..."` string as a script;
+- a function's body is read where the function is called, a `bash -c "..."` string and the
+  remote command of `ssh host "..."` as scripts;
 - arrays `A=(...)` with `${A[@]}`, `$0`/`${BASH_SOURCE[0]}` (the script), positional defaults.
 
 Constructs bashlex cannot parse (`case`, `[[ ]]`, arrays) are masked or skipped statement by
@@ -86,6 +87,16 @@ def read_script(text: str, source: str) -> ShellScript:
     return ShellScript(tuple(walker.commands), dict(walker.variables), tuple(skipped))
 
 
+_NOT_LAUNCHERS = frozenset("echo printf mkdir cd sleep wait cat set source rm cp mv ls touch date tail head true pwd ssh".split())
+"""Not listed in a refusal beside commands that run something (`ssh`: its remote commands are)."""
+
+
+def _described(command: ShellCommand) -> str:
+    """`line N: prog`, with the Python script it runs when there is one (`line 9: sudo … src/train.py`)."""
+    script = next((w for w in command.argv[1:] if w.endswith(".py")), None)
+    return f"line {command.line}: {command.argv[0]}" + (f" … {script}" if script else "")
+
+
 def pick_command(script: ShellScript, is_training: Callable[[ShellCommand], bool], source: str,
                  allowed: str) -> tuple[ShellCommand, list[str]]:
     """The first training command, and notes when the script runs more than one or has lines
@@ -93,7 +104,8 @@ def pick_command(script: ShellScript, is_training: Callable[[ShellCommand], bool
     commands = list(script.commands)
     found = [c for c in commands if is_training(c)]
     if not found:
-        seen = ", ".join(f"line {c.line}: {c.argv[0]}" for c in commands[:6]) or "no commands"
+        shown = [c for c in commands if c.argv[0] not in _NOT_LAUNCHERS] or commands
+        seen = ", ".join(dict.fromkeys(_described(c) for c in shown[:6])) or "no commands"
         raise InputError(source, f"no training command found ({seen}); allowed: {allowed}")
     notes = []
     if script.skipped:
@@ -215,11 +227,21 @@ def _statement_end(lines: list[str], start: int, source: str) -> int | None:
     return None
 
 
+SSH_OPTIONS_WITH_VALUE = frozenset("BbcDEeFIiJLlmOoPpQRSWw")  # ssh(1), OpenSSH: `ssh -p 22 -i key host cmd`
+
+
 def _inline_script(argv: list[str]) -> str | None:
-    """The script of a `bash -c "..."` / `sh -c` inside a command (`srun ... bash -c "..."`)."""
+    """The script of a `bash -c "..."` / `sh -c` inside a command (`srun ... bash -c "..."`), or
+    the remote command of `ssh [options] host command...` (ssh joins its command words with
+    spaces and the remote shell runs them: ssh(1), OpenSSH)."""
     for i, word in enumerate(argv[:-2]):
         if word.rsplit("/", 1)[-1] in ("bash", "sh") and argv[i + 1] == "-c":
             return argv[i + 2]
+    if argv and argv[0].rsplit("/", 1)[-1] == "ssh":
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 2 if argv[i][-1] in SSH_OPTIONS_WITH_VALUE and len(argv[i]) == 2 else 1
+        return " ".join(argv[i + 1:]) or None
     return None
 
 
