@@ -185,7 +185,8 @@ def _check_rows(checks: list[dict[str, Any]]) -> str:
     rows, bad = [], []
     for c in checks:
         where = f"{c['device_role']} GPU" if c["device"] == "gpu" else "host"
-        cells = [f"{c[k]['expression']} = {c[k]['filled']} = {_number(c[k]['value'])} B" for k in ("required", "available")]
+        cells = [" = ".join(dict.fromkeys([c[k]["expression"], c[k]["filled"], _number(c[k]["value"])])) + " B"
+                 for k in ("required", "available")]
         rows.append([c["phase"], where, c["message"], *cells, f"{c['required']['source']} / {c['available']['source']}"])
         bad.append(c["required_bytes"] > c["available_bytes"])
     return "<h3>checks: what each needs and what it has</h3>" + table(["phase", "device", "check", "needs", "has", "sources"], rows, bad=bad)
