@@ -221,6 +221,12 @@ def cosmetic(draw: st.DrawFn, text: str) -> str:
     return out
 
 
+def wrapped(text: str, width: int, prefix: str = "") -> str:
+    """``text`` as a terminal copy leaves it: every line cut every ``width`` characters, the
+    launcher's ``prefix`` in front of each piece."""
+    return "\n".join(prefix + line[i:i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width))
+
+
 @st.composite
 def mutated(draw: st.DrawFn, text: str) -> bytes:
     """``text`` damaged by one to five of the ways logs get damaged, as the bytes of a file."""
