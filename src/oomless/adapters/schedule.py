@@ -38,16 +38,17 @@ class Round:
 
 
 def verl_round(round_prompts: int, update_prompts: int, n: int, world: int, ulysses: int, micro: int) -> Round | None:
-    """The round in spec terms, or None when the sizes do not divide as verl requires (verl
-    then refuses to start; the reader keeps its one-step plan and says so)."""
+    """The round in spec terms, or None when the prompts do not divide over the data-parallel
+    ranks as verl requires (verl then refuses to start; the reader keeps its one-step plan and
+    says so)."""
     dp = max(world // max(ulysses, 1), 1)
     per_round, per_update = round_prompts * n, update_prompts * n
     if per_round % dp or per_update % dp or per_round < per_update:
         return None
     r, u = per_round // dp, per_update // dp
-    if u % micro or r % micro:
-        return None
-    return Round(gradient_accumulation_steps=u // micro, steps_per_generation=r // micro,
+    # A token budget (verl use_dynamic_bsz, EasyR1 dynamic_batching) packs micro-batches by
+    # tokens, so `micro` is the sequences one holds at the limits: round up.
+    return Round(gradient_accumulation_steps=-(-u // micro), steps_per_generation=-(-r // micro),
                  optimizer_steps_per_round=r // u)
 
 
@@ -61,3 +62,33 @@ def schedule(rounds: int | None, save_every_rounds: int | None, save_only_model:
         if save_only_model:
             out["save_only_model"] = True
     return out
+
+
+@dataclass(frozen=True)
+class NativeRound:
+    """The spec's round in verl/EasyR1 terms: prompts a round and an optimizer step, and the
+    run's length and save frequency in rounds (None: not set)."""
+
+    round_prompts: int
+    update_prompts: int
+    max_rounds: int | None
+    save_every_rounds: int | None
+    problem: str | None
+    """Why the spec's round is not a whole number of prompts (the writer says so), or None."""
+
+
+def native_round(spec, dp: int) -> NativeRound:
+    """`verl_round` inverted: sequences per GPU × data-parallel ranks / n, in prompts."""
+    b, n = spec.batch, spec.batch.num_generations
+    per_round = b.micro_batch_size * spec.steps_per_generation * dp
+    per_update = b.micro_batch_size * b.gradient_accumulation_steps * dp
+    problem = None
+    if per_round % n or per_update % n:
+        problem = (f"verl-style trainers count prompts: {per_round} and {per_update} sequences a round and an optimizer "
+                   f"step are not multiples of rollout.n={n}")
+    steps_per_round = max(per_round // max(per_update, 1), 1)
+    sch = spec.schedule
+    return NativeRound(round_prompts=max(per_round // n, 1), update_prompts=max(per_update // n, 1),
+                       max_rounds=-(-sch.max_steps // steps_per_round) if sch.max_steps is not None else None,
+                       save_every_rounds=max(sch.save_steps // steps_per_round, 1) if sch.save_steps is not None else None,
+                       problem=problem)

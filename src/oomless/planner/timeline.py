@@ -96,10 +96,12 @@ def pixel_bytes_per_prompt(plan: Plan) -> int:
 
 def spmd_engine_copies(spec: RunSpec) -> int:
     """Processes holding one prompt's request: every TP rank of a colocated SPMD engine
-    (verl, EasyR1, TRL and ms-swift colocate run vLLM with the external launcher), one for a
-    server engine or Ray engine actors (vllm_separate, OpenRLHF/ORZ `process_per_role`)."""
-    if spec.rollout.engine == RolloutEngine.vllm_colocate and not spec.placement.process_per_role:
-        return spec.rollout.tensor_parallel_size
+    (EasyR1, verl before its async server rollout, TRL and ms-swift colocate run vLLM with the
+    external launcher), one for a server engine, vLLM's own worker processes
+    (`engine_in_trainer_process` false) or Ray engine actors (OpenRLHF/ORZ `process_per_role`)."""
+    ro = spec.rollout
+    if ro.engine == RolloutEngine.vllm_colocate and ro.engine_in_trainer_process and not spec.placement.process_per_role:
+        return ro.tensor_parallel_size
     return 1
 
 

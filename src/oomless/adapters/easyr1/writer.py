@@ -7,6 +7,7 @@ from typing import Any
 from ...errors import InputError
 from .. import _native as N
 from .. import common as C
+from .. import schedule as SCH
 from .keys import DEFAULTS, ROL
 
 
@@ -92,21 +93,17 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     return config
 
 
+
 def _round(spec: Any, world: int, micro: int) -> tuple[int, int, dict[str, Any]]:
-    """data.rollout_batch_size and worker.actor.global_batch_size (prompts) from the spec's
-    round (steps_per_generation micro-batches per GPU) and optimizer step (gradient
-    accumulation), and trainer.max_steps / save_freq in rounds: adapters/schedule.py inverted."""
-    n, b = spec.batch.num_generations, spec.batch
-    per_round, per_update = micro * spec.steps_per_generation * world, micro * b.gradient_accumulation_steps * world
-    if per_round % n or per_update % n:
-        C.cannot_express("batch.steps_per_generation", f"EasyR1 counts prompts: {per_round} and {per_update} sequences "
-                         f"a round and a step are not multiples of rollout.n={n}")
-    steps_per_round = max(per_round // per_update, 1)
+    """data.rollout_batch_size / worker.actor.global_batch_size (prompts) and trainer.max_steps /
+    save_freq (rounds) from the spec's round (adapters/schedule.py)."""
+    rnd = SCH.native_round(spec, world)
+    if rnd.problem:
+        C.cannot_express("batch.steps_per_generation", rnd.problem)
     trainer: dict[str, Any] = {}
-    sch = spec.schedule
-    if sch.max_steps is not None:
-        trainer["max_steps"] = -(-sch.max_steps // steps_per_round)
-    if sch.save_steps is not None:
-        trainer["save_freq"] = max(sch.save_steps // steps_per_round, 1)
-        trainer["save_model_only"] = sch.save_only_model
-    return per_round // n, per_update // n, trainer
+    if rnd.max_rounds is not None:
+        trainer["max_steps"] = rnd.max_rounds
+    if rnd.save_every_rounds is not None:
+        trainer["save_freq"] = rnd.save_every_rounds
+        trainer["save_model_only"] = spec.schedule.save_only_model
+    return rnd.round_prompts, rnd.update_prompts, trainer

@@ -25,6 +25,7 @@ from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
+from .. import schedule as SCH
 from ...frontends import hydra as H
 from .keys import DEFAULTS, VERSION
 
@@ -48,9 +49,10 @@ MAPPED = {
     "data.mm_processor_kwargs.min_pixels", f"{A}.use_kl_loss", f"{A}.kl_loss_coef", "algorithm.use_kl_in_reward",
     "algorithm.kl_ctrl.kl_coef", "algorithm.adv_estimator", "critic.model.path", "trainer.n_gpus_per_node",
     "trainer.nnodes", "reward_model.enable", "reward_model.model.path",
+    "data.train_batch_size", f"{A}.ppo_mini_batch_size", "trainer.total_training_steps", "trainer.save_freq",
 }
 NO_MEMORY_EFFECT = (
-    "data.train_batch_size", f"{A}.ppo_mini_batch_size", f"{A}.ppo_epochs", f"{M}.use_remove_padding",
+    f"{A}.ppo_epochs", f"{M}.use_remove_padding",
 )
 ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 
@@ -190,6 +192,30 @@ def _batch(cfg: _Config, out: N.Collected) -> None:
         raise InputError(f"{logprob[0]}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it unless log_prob_use_dynamic_bsz=true")
     if sizes:
         out.set("batch.logprob_micro_batch_size", max(sizes))
+    _round_and_schedule(cfg, sp, out)
+
+
+def _round_and_schedule(cfg: _Config, sp: int, out: N.Collected) -> None:
+    """`data.train_batch_size` prompts a round, `ppo_mini_batch_size` an optimizer step,
+    `trainer.total_training_steps` and `save_freq` in rounds (adapters/schedule.py)."""
+    g = cfg.get
+    world = C.as_int("trainer.n_gpus_per_node", g("trainer.n_gpus_per_node"), 1) * C.as_int("trainer.nnodes", g("trainer.nnodes"), 1)
+    n = C.as_int(f"{R}.n", g(f"{R}.n"), 1)
+    micro = out.spec.get("batch", {}).get("micro_batch_size", 1)
+    rnd = SCH.verl_round(C.as_int("data.train_batch_size", g("data.train_batch_size"), 1),
+                         C.as_int(f"{A}.ppo_mini_batch_size", g(f"{A}.ppo_mini_batch_size"), 1), n, world, sp, micro)
+    out.set("rollout.samples_per_request", n)
+    if rnd is None:
+        out.notes.append("data.train_batch_size / ppo_mini_batch_size (× rollout.n) do not divide over the GPUs as verl "
+                         "requires; one rollout round per optimizer step planned")
+        return
+    out.set("batch.gradient_accumulation_steps", rnd.gradient_accumulation_steps)
+    out.set("batch.steps_per_generation", rnd.steps_per_generation)
+    steps = g("trainer.total_training_steps")
+    schedule = SCH.schedule(C.as_int("trainer.total_training_steps", steps, 1) if steps is not None else None,
+                            C.as_int("trainer.save_freq", g("trainer.save_freq"), -1), False, rnd)
+    if schedule:
+        out.set("schedule", schedule)
 
 
 def _dynamic_batch(cfg: _Config, sequence: int, out: N.Collected) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 from ...errors import InputError
 from .. import _native as N
 from .. import common as C
+from .. import schedule as SCH
 from .keys import DEFAULTS, VERSION
 from .reader import R
 
@@ -63,6 +64,9 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
     world = spec.hardware.gpus_per_node * spec.hardware.num_nodes
     micro = spec.batch.micro_batch_size
+    rnd = SCH.native_round(spec, world // max(spec.distribution.sequence_parallel_size, 1))
+    if rnd.problem:
+        C.cannot_express("batch.steps_per_generation", rnd.problem)
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
                              "use_fused_kernels": spec.logits.value == "fused",
                              "override_config": {"attn_implementation": spec.attention.value}}
@@ -81,7 +85,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if ro.limit_images_per_prompt is not None:
         rollout["engine_kwargs"] = {"vllm": {"limit_mm_per_prompt": {"image": ro.limit_images_per_prompt}}}
     actor = {
-        "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": world * micro,
+        "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": rnd.update_prompts,
         "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": spec.batch.max_tokens_per_gpu is not None,
         "use_kl_loss": spec.kl_beta > 0, "kl_loss_coef": spec.kl_beta,
         "entropy_from_logits_with_chunking": spec.logits.value == "chunked",
@@ -98,7 +102,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if spec.distribution.sequence_parallel_size > 1:
         actor["ulysses_sequence_parallel_size"] = spec.distribution.sequence_parallel_size
     data: dict[str, Any] = {"max_prompt_length": spec.lengths.max_prompt_tokens,
-                            "max_response_length": spec.lengths.max_completion_tokens, "train_batch_size": world * micro}
+                            "max_response_length": spec.lengths.max_completion_tokens, "train_batch_size": rnd.round_prompts}
     pixels = {k: v for k, v in (("max_pixels", spec.vision.max_pixels), ("min_pixels", spec.vision.min_pixels)) if v is not None}
     if pixels:
         data["mm_processor_kwargs"] = pixels
@@ -109,7 +113,9 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                               "ref": {"log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size}},
         "data": data,
         "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "use_kl_in_reward": False},
-        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes},
+        "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes,
+                    **({"total_training_steps": rnd.max_rounds} if rnd.max_rounds is not None else {}),
+                    **({"save_freq": rnd.save_every_rounds} if rnd.save_every_rounds is not None else {})},
     }
     if algorithm == "ppo":
         config["critic"] = {"model": {"path": spec.critic.model or spec.model}, "ppo_micro_batch_size_per_gpu": micro}
