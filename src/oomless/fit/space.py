@@ -1,8 +1,9 @@
 """The knobs `fit` may turn, grouped into factors, and the math-changing moves it may allow.
 
-Memory knobs keep the training maths: how the batch is split (micro-batch vs accumulation),
-sharding and offload, recomputation, the logits kernel, and the vLLM engine's budget and
-shape. They are grouped so that a factor's effect on every memory constraint and on the step
+Memory knobs keep the training maths: how the batch is split (micro-batch vs accumulation,
+or the token budget of a run that packs by tokens), sharding and offload, recomputation, the
+logits kernel, and the vLLM engine's budget and shape (the engine itself is a layout:
+`fit.layouts`). They are grouped so that a factor's effect on every memory constraint and on the step
 time adds to the others' (`fit.probe` checks that): training states, training work, engine
 shape, CUDA graphs, engine utilization.
 
@@ -86,9 +87,32 @@ def states_factor(spec: RunSpec, layout: Layout, sleeping: bool) -> Factor:
     return Factor("states", "train", _options(spec, variants))
 
 
-def work_factor(spec: RunSpec, splits: list[Overrides]) -> Factor:
-    """Batch split × recomputation × logits kernel (fp32 logits only if already chosen)."""
+TOKEN_BUDGET_CUTS = (2, 4, 8)
+"""A training token budget (`batch.max_tokens_per_gpu`) is tried at 1/2, 1/4, 1/8 of the input's."""
+
+
+def token_budgets(spec: RunSpec, seq_tokens: int) -> list[int | None]:
+    """The input's token budget, then smaller ones down to one full-length sequence. Only a run
+    that has a budget (its framework packs micro-batches by tokens) gets others: the spec
+    cannot tell whether a framework without one could. The sequences per optimizer step do not
+    change, only how they are cut into micro-batches, so the maths is kept."""
+    given = spec.batch.max_tokens_per_gpu
+    if given is None:
+        return [None]
+    return [given] + sorted({max(seq_tokens, given // k) for k in TOKEN_BUDGET_CUTS} - {given}, reverse=True)
+
+
+def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Factor:
+    """Batch split (or token budget) × recomputation × logits kernel (fp32 logits only if
+    already chosen). Under a token budget micro_batch_size × accumulation only counts the
+    sequences per step (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all."""
     modes = [spec.logits] + [m for m in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused) if m != spec.logits]
+    budgets = token_budgets(spec, seq_tokens)
+    if budgets != [None]:
+        b = spec.batch
+        same = [x for x in splits if x["batch.micro_batch_size"] == b.micro_batch_size
+                and x["batch.gradient_accumulation_steps"] == b.gradient_accumulation_steps]
+        splits = [{**(same or splits)[0], "batch.max_tokens_per_gpu": budget} for budget in budgets]
     variants = [{**split, "gradient_checkpointing": gc, "logits": mode}
                 for split in splits for gc in (True, False) for mode in modes]
     return Factor("work", "train", _options(spec, variants))
@@ -139,7 +163,7 @@ def utilization_factor(spec: RunSpec) -> Factor:
 
 def factors(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool, splits: list[Overrides],
             seq_tokens: int, default_max_num_seqs: int) -> tuple[Factor, ...]:
-    out = [states_factor(spec, layout, sleeping), work_factor(spec, splits)]
+    out = [states_factor(spec, layout, sleeping), work_factor(spec, splits, seq_tokens)]
     if spec.rollout.engine != RolloutEngine.hf:
         out += [engine_factor(spec, arch, layout, sleeping, seq_tokens, default_max_num_seqs),
                 eager_factor(spec), utilization_factor(spec)]
