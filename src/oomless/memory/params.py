@@ -23,6 +23,7 @@ layer as a full-attention one (linear_attn layers differ by a few percent).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Literal
 
@@ -186,6 +187,7 @@ def _norm_tensors(module: str, width: int, norm_type: str) -> tuple[ParamTensor,
     return tuple(ParamTensor(module, n, width, 1) for n in NORM_TENSOR_NAMES[norm_type])
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch; each plan asks many times, fit plans hundreds
 def decoder_layer_tensors(arch: ModelArch, layer_kind: LayerKind) -> tuple[ParamTensor, ...]:
     """Every parameter tensor of one decoder layer: linears, norms, q/k norms, sinks.
 
@@ -381,6 +383,7 @@ def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
     return out + vision_tensors(arch)
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (see decoder_layer_tensors)
 def num_config_parameters(arch: ModelArch) -> int:
     """All parameters derived from config.json: language model + vision tower and projector.
 

@@ -158,6 +158,7 @@ def _vision_unit_key(arch: ModelArch, t: ParamTensor) -> str | None:
                  if t.module.startswith(p)), None)
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch; fit plans hundreds of variants of one model
 def fsdp_unit_parameters(arch: ModelArch) -> tuple[int, ...]:
     """Parameters of each FSDP unit: one per decoder layer (``decoder_layer_sequence``: dense
     layers first; a hybrid's Gated DeltaNet layers hold ``linear_attn`` instead of
