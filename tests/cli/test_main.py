@@ -15,7 +15,7 @@ from tests.cli.conftest import run_oomless
 from tests.helpers import ROOT
 
 EXPECTED_SURFACE = {
-    "<root>": [("debug", ("--debug",), "option", False, False)],
+    "<root>": [("debug", ("--debug",), "option", False, False), ("version", ("--version",), "option", False, False)],
     "plan": [
         ("spec", ("spec",), "argument", True, None),
         ("as_json", ("--json",), "option", False, False),
@@ -93,7 +93,8 @@ EXPECTED_SURFACE = {
         ("limit", ("--limit",), "option", False, 100000),
         ("as_json", ("--json",), "option", False, False),
     ],
-    "gpus": [],
+    "gpus": [("as_json", ("--json",), "option", False, False)],
+    "env": [("as_json", ("--json",), "option", False, False)],
     "schema": [],
     "train": [
         ("spec", ("spec",), "argument", True, None),
