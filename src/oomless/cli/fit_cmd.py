@@ -97,14 +97,15 @@ def fit_command(
             if result.best is not None:
                 from .fit_native import native_outcome
 
-                native = native_outcome(from_framework, spec, run, result.best, hardware, write, in_place, overwrite,
-                                        options.margin)
+                native = native_outcome(from_framework, spec, run, [result.best, *result.alternatives], hardware, write,
+                                        in_place, overwrite, options.margin)
         shown = _margin_text(options.margin)
         document = fit_to_dict(result, str(spec))
         export_error = None
         if result.best is not None:
             if native is not None:
-                document["native"] = {"framework": from_framework, "changes": native.changes, "diff": native.diff,
+                document["native"] = {"framework": from_framework, "patched_choice": native.rank, "note": native.note,
+                                      "changes": native.changes, "diff": native.diff,
                                       "cannot_express": native.message, "written": [str(p) for p in native.written],
                                       "read_back": native.read_back}
             elif write is not None:
@@ -123,7 +124,7 @@ def fit_command(
         else:
             from .fit_render import render_fit
 
-            render_fit(result, shown, native=None if native is None else (from_framework, native.changes))
+            render_fit(result, shown, native=None if native is None else (from_framework, native.changes, native.rank))
             if native is not None:
                 _echo_native(native)
             if "written" in document:
@@ -208,6 +209,8 @@ def _export(framework: str, best: Choice, source: Path, write: Path | None) -> t
 
 
 def _echo_native(native: NativeOutcome) -> None:
+    if native.note:
+        typer.echo(f"note: {native.note}")
     if native.diff:
         typer.echo(native.diff.rstrip("\n"))
     if native.message:

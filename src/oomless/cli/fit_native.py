@@ -24,6 +24,16 @@ class NativeOutcome:
     message: str | None = None
     written: list[Path] = field(default_factory=list)
     read_back: str | None = None
+    rank: int = 0
+    """Which answer was patched: 0 the best, k the k-th alternative."""
+    note: str | None = None
+
+
+def _fits(run: Any, margin: Any) -> bool:
+    from ..fit.probe import slack_vector
+    from ..planner.plan import make_plan
+
+    return min(slack_vector(make_plan(run.spec, run.arch, run.gpu, run.archs), margin)) >= 0
 
 
 def check_targets(source: Path, write: Path | None, in_place: bool, overwrite: bool) -> None:
@@ -47,21 +57,40 @@ def _backup(source: Path) -> Path:
     return source.with_name(source.name + ".bak")
 
 
-def native_outcome(framework: str, source: Path, run: Any, best: Any, hardware: Any, write: Path | None,
+def native_outcome(framework: str, source: Path, run: Any, choices: list[Any], hardware: Any, write: Path | None,
                    in_place: bool, overwrite: bool, margin: Any) -> NativeOutcome:
-    from ..adapters.patch import plan_patch, read_back, unexpressed_message
+    """The patch of the first of ``choices`` (best first) whose patched file reads back as a
+    plan that fits with ``margin``; else the best one's, with the message naming what the file
+    cannot say."""
+    from ..adapters.patch import plan_patch, read_back_run, unexpressed_message
     from ..adapters.common import read_text
 
     text = read_text(source)
-    try:
-        patch = plan_patch(framework, source, text, run.spec, best.run.spec)
-    except InputError as err:
-        if write is not None or in_place:
-            raise InputError(FIELD if write is not None else "--in-place", f"{err.field}: {err.message}") from None
-        return NativeOutcome([], message=f"{err.field}: {err.message}")
-    problems = read_back(patch, hardware, best.run.spec, run.arch)
+    first_error: InputError | None = None
+    tried: list[tuple[int, Any, Any, tuple[tuple[str, str], ...]]] = []
+    for rank, choice in enumerate(choices):
+        try:
+            patch = plan_patch(framework, source, text, run.spec, choice.run.spec)
+        except InputError as err:
+            first_error = first_error or err
+            continue
+        problems, back = read_back_run(patch, hardware, choice.run.spec, run.arch)
+        tried.append((rank, choice, patch, problems))
+        if back is not None and _fits(back, margin):
+            break
+    else:
+        if not tried:
+            assert first_error is not None
+            if write is not None or in_place:
+                raise InputError(FIELD if write is not None else "--in-place", f"{first_error.field}: {first_error.message}") from None
+            return NativeOutcome([], message=f"{first_error.field}: {first_error.message}")
+        tried = tried[:1]
+    rank, choice, patch, problems = tried[-1]
+    out = NativeOutcome([c.shown for c in patch.changes], message=unexpressed_message(framework, problems), rank=rank)
+    if rank > 0:
+        out.note = (f"the fastest configuration found cannot be written as a {framework} file that plans as fitting; "
+                    f"the patch is alternative #{rank}, which can")
     folder = write if write is not None else source.parent if in_place else None
-    out = NativeOutcome([c.shown for c in patch.changes], message=unexpressed_message(framework, problems))
     out.diff = patch.diff(str((folder / source.name) if folder is not None else source))
     if folder is None or not patch.changes:
         return out

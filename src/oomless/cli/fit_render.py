@@ -35,9 +35,9 @@ def _gpu_peak(choice: Choice) -> int:
 
 
 def render_fit(result: FitResult, margin: str, console: Console | None = None,
-               native: tuple[str, list[str]] | None = None) -> None:
-    """``native``: (framework, its changes in its own keys) when the run came `--from` it; they
-    are shown instead of the spec fields."""
+               native: tuple[str, list[str], int] | None = None) -> None:
+    """``native``: (framework, the patched answer's changes in its own keys, which answer: 0 the
+    best, k the k-th alternative) when the run came `--from` it; shown beside the spec fields."""
     out = console or Console()
     inp = result.input_plan
     verdict = "fits" if inp.fits else f"does not fit ({inp.binding.phase} on the {inp.binding.device_role} {inp.binding.device})"
@@ -53,7 +53,7 @@ def render_fit(result: FitResult, margin: str, console: Console | None = None,
                   f"GPU peak {format_bytes(_gpu_peak(best))}, tightest constraint {format_bytes(best.min_slack_bytes)} free.")
         if not best.changes:
             out.print("  No change: the input already is the fastest fitting configuration found.")
-        if native is not None and native[1]:
+        if native is not None and native[1] and native[2] == 0:
             out.print(f"  In {native[0]}'s own keys:")
             for line in native[1]:
                 out.print(f"  • {escape(line)}")
@@ -61,6 +61,10 @@ def render_fit(result: FitResult, margin: str, console: Console | None = None,
         else:
             for field, (old, new) in best.changes.items():
                 out.print(f"  • {_change(field, old, new)}")
+            if native is not None and native[1]:
+                out.print(f"  {native[0]} cannot say all of it; alternative #{native[2]} in {native[0]}'s own keys:")
+                for line in native[1]:
+                    out.print(f"  • {escape(line)}")
         for warning in best.run.warnings:
             out.print(f"  warning: {escape(warning)}")
     if result.alternatives:

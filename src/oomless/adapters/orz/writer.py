@@ -70,7 +70,8 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     colocate = engine == "vllm_colocate"
     C.require(spec, "placement.offload_idle_models", (colocate,), fw)
     C.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
-    if colocate and (len(groups) != 1 or ro.tensor_parallel_size != 1):
+    tp = C.require(spec, "rollout.tensor_parallel_size", (1,), fw) if colocate else ro.tensor_parallel_size
+    if colocate and len(groups) != 1:
         C.cannot_express("placement.groups", "ORZ colocate_all puts every role and one engine (TP 1) on each GPU: one group")
     f: dict[str, Any] = {"colocate_all": colocate}
     for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
@@ -78,8 +79,8 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
             f[f"{key}_num_nodes"], f[f"{key}_num_gpus_per_node"] = roles[role][1] * nodes, 1
     f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles["reference"][0]
     f["colocate_critic_reward"] = "reward" in roles and roles.get("critic", (None,))[0] == roles["reward"][0]
-    f["vllm_num_engines"] = roles["vllm"][1] * nodes // ro.tensor_parallel_size if "vllm" in roles else 0
-    f["vllm_tensor_parallel_size"] = ro.tensor_parallel_size
+    f["vllm_num_engines"] = roles["vllm"][1] * nodes // tp if "vllm" in roles else 0
+    f["vllm_tensor_parallel_size"] = tp
     f.update(pretrain=spec.model, critic_pretrain=(spec.critic.model or spec.model) if algorithm == "ppo" else "",
              reward_pretrain=spec.reward_model.model, use_grpo=algorithm == "grpo",
              zero_stage=0 if strategy == "ddp" else int(strategy[-1]), adam_offload=spec.distribution.offload_optimizer,

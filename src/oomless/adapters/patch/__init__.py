@@ -177,12 +177,16 @@ def _companions(module: Any, spec: Any, wanted: dict[str, Any]) -> tuple[tuple[s
 
 
 def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tuple[str, str], ...]:
+    return read_back_run(patch, hardware, new_spec, arch)[0]
+
+
+def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tuple[tuple[str, str], ...], Any]:
     """(field, why) for every field of ``new_spec`` the patched file does not read back to: the
     file is read by the framework's own reader in a scratch folder beside links to the files
     next to the original (so the names it refers to resolve as they did)."""
     from .. import import_native
     from ...errors import InputError
-    from ...spec.load import parse_spec
+    from ...spec.load import parse_spec, resolve
 
     with tempfile.TemporaryDirectory(prefix="oomless-patch-") as tmp:
         folder = patch.source.resolve().parent
@@ -198,15 +202,16 @@ def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tu
         target.write_text(patch.patched, encoding="utf-8")
         try:
             got = parse_spec(import_native(patch.framework, target, hardware).spec)
+            run = resolve(got, patch.source.resolve().parent)
         except InputError as err:
-            return ((err.field, f"the patched file does not read back: {err.message}"),)
+            return ((err.field, f"the patched file does not read back: {err.message}"),), None
     wanted, have = same_spec_dict(new_spec, arch), same_spec_dict(got, arch)
     listed = {field for field, _ in patch.unexpressed}
     out = list(patch.unexpressed)
     for field in all_differences(wanted, have):
         if field not in listed:
             out.append((field, f"wanted {value_text(value_at(wanted, field))}, the file gives {value_text(value_at(have, field))}"))
-    return tuple(out)
+    return tuple(out), run
 
 
 def value_text(value: Any) -> str:

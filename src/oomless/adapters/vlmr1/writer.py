@@ -36,7 +36,7 @@ def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, A
         C.cannot_express("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
                          "(VLM-R1 counts per_device_train_batch_size in prompts)")
     flags: dict[str, Any] = {
-        "model_name_or_path": spec.model, "per_device_train_batch_size": b.micro_batch_size // b.num_generations,
+        "model_name_or_path": spec.model, "per_device_train_batch_size": max(1, b.micro_batch_size // b.num_generations),
         "gradient_accumulation_steps": b.gradient_accumulation_steps, "num_generations": b.num_generations,
         "max_prompt_length": spec.lengths.max_prompt_tokens, "max_completion_length": spec.lengths.max_completion_tokens,
         "max_pixels": spec.vision.max_pixels or DEFAULTS["max_pixels"], "beta": spec.kl_beta,
