@@ -30,6 +30,14 @@ from .errors import InputError
 SCHEMA_VERSION = 1
 SCHEMA_KEY = "schema"
 REQUIRED_KEYS = ("step", "phase", "peak_bytes")
+OVER_PLAN_TOLERANCE = 0.10
+"""A measured peak more than 10 % above its planned bytes is "over plan" (issue 5): the margin
+the measurement is allowed (allocator rounding, kernels' scratch the plan folds into a term)."""
+
+
+def is_over_plan(peak_bytes: int, planned_bytes: int | None) -> bool:
+    """The one over-plan rule, shared by `oomless train`'s table, its warnings and the run chart."""
+    return bool(planned_bytes) and peak_bytes > planned_bytes * (1 + OVER_PLAN_TOLERANCE)
 
 
 def stamped(record: dict[str, Any]) -> dict[str, Any]:
