@@ -35,6 +35,7 @@ import bashlex.ast
 import bashlex.errors
 
 from ..errors import InputError
+from .launchers import NOT_LAUNCHERS, described, ssh_remote_command
 from .words import Expansion, expand_string, expand_words, raw_words, substitution_end
 
 _PREFIX_COMMANDS = ("env", "nohup", "exec", "time", "command")
@@ -87,16 +88,6 @@ def read_script(text: str, source: str) -> ShellScript:
     return ShellScript(tuple(walker.commands), dict(walker.variables), tuple(skipped))
 
 
-_NOT_LAUNCHERS = frozenset("echo printf mkdir cd sleep wait cat set source rm cp mv ls touch date tail head true pwd ssh".split())
-"""Not listed in a refusal beside commands that run something (`ssh`: its remote commands are)."""
-
-
-def _described(command: ShellCommand) -> str:
-    """`line N: prog`, with the Python script it runs when there is one (`line 9: sudo … src/train.py`)."""
-    script = next((w for w in command.argv[1:] if w.endswith(".py")), None)
-    return f"line {command.line}: {command.argv[0]}" + (f" … {script}" if script else "")
-
-
 def pick_command(script: ShellScript, is_training: Callable[[ShellCommand], bool], source: str,
                  allowed: str) -> tuple[ShellCommand, list[str]]:
     """The first training command, and notes when the script runs more than one or has lines
@@ -104,8 +95,8 @@ def pick_command(script: ShellScript, is_training: Callable[[ShellCommand], bool
     commands = list(script.commands)
     found = [c for c in commands if is_training(c)]
     if not found:
-        shown = [c for c in commands if c.argv[0] not in _NOT_LAUNCHERS] or commands
-        seen = ", ".join(dict.fromkeys(_described(c) for c in shown[:6])) or "no commands"
+        shown = [c for c in commands if c.argv[0] not in NOT_LAUNCHERS] or commands
+        seen = ", ".join(dict.fromkeys(described(c.line, c.argv) for c in shown[:6])) or "no commands"
         raise InputError(source, f"no training command found ({seen}); allowed: {allowed}")
     notes = []
     if script.skipped:
@@ -227,22 +218,13 @@ def _statement_end(lines: list[str], start: int, source: str) -> int | None:
     return None
 
 
-SSH_OPTIONS_WITH_VALUE = frozenset("BbcDEeFIiJLlmOoPpQRSWw")  # ssh(1), OpenSSH: `ssh -p 22 -i key host cmd`
-
-
 def _inline_script(argv: list[str]) -> str | None:
     """The script of a `bash -c "..."` / `sh -c` inside a command (`srun ... bash -c "..."`), or
-    the remote command of `ssh [options] host command...` (ssh joins its command words with
-    spaces and the remote shell runs them: ssh(1), OpenSSH)."""
+    the remote command of `ssh [options] host command...` (`launchers.ssh_remote_command`)."""
     for i, word in enumerate(argv[:-2]):
         if word.rsplit("/", 1)[-1] in ("bash", "sh") and argv[i + 1] == "-c":
             return argv[i + 2]
-    if argv and argv[0].rsplit("/", 1)[-1] == "ssh":
-        i = 1
-        while i < len(argv) and argv[i].startswith("-"):
-            i += 2 if argv[i][-1] in SSH_OPTIONS_WITH_VALUE and len(argv[i]) == 2 else 1
-        return " ".join(argv[i + 1:]) or None
-    return None
+    return ssh_remote_command(argv) if argv and argv[0].rsplit("/", 1)[-1] == "ssh" else None
 
 
 # --- walking -----------------------------------------------------------------------------
