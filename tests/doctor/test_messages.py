@@ -114,3 +114,13 @@ def test_corpus_covers_every_kind_and_names_its_sources() -> None:
         assert re.match(r"[\w.-]+/[\w.-]+ [\w./-]+\.(?:cpp|cc|c|h|py|rst)\b", e.source), e.id
         assert re.search(r"\d", e.source), f"{e.id}: no version"
         assert set(re.findall(r"\{(\w+)\}", e.template)) == set(e.values), e.id
+
+
+def test_new_kinds_say_what_to_change() -> None:
+    warmup = diagnose(next(e for e in ENTRIES if e.id == "vllm-sampler-warmup").render())
+    assert [f.knob for f in warmup.fixes][:2] == ["rollout.max_num_seqs", "rollout.gpu_memory_utilization"]
+    assert "512 dummy requests" in warmup.cause
+    killed = diagnose(next(e for e in ENTRIES if e.id == "bash-noninteractive").render())
+    assert "SIGKILL" in killed.cause and "OOM killer" in killed.cause and killed.fixes
+    ray_task = diagnose(next(e for e in ENTRIES if e.id == "torch-ray-task-error").render())
+    assert "WorkerDict.actor_rollout_generate_sequences" in ray_task.cause and ray_task.phase.detail == "generate"

@@ -76,6 +76,8 @@ def ray_oom(text: str) -> Iterator[Finding]:
     if "emory" not in text and "ray-oom-prevention" not in text:
         return
     for m in _RAY_NODE.finditer(text):
+        if not text.startswith(" (IP:", m.end()) and text.find("GB", m.end(), m.end() + 400) < 0:
+            continue  # neither the node's address nor a usage in GB follows: not the monitor's text
         w = joined_window(text, m.start(), 1500, stop=m.group(0))
         form, worker, usage = _RAY_FORM.search(w), _RAY_WORKER.search(w), _RAY_USAGE.search(w)
         threshold = _RAY_THRESHOLD.search(w)
