@@ -81,8 +81,11 @@ def render_comparison(comparison: dict[str, Any]) -> None:
 
     out = Console()
     d = comparison["differences"]
+    from .render import wrap_text
+
     for line, fits in zip(headline(comparison), (d["verdict"]["before"], d["verdict"]["after"])):
-        out.print(line, style="bold green" if fits else "bold red", highlight=False, soft_wrap=True)
+        out.print(wrap_text(line, out.width), style="bold green" if fits else "bold red", highlight=False,
+                  markup=False, soft_wrap=True)
     fields = Table(title="Spec fields that differ (defaults filled in)")
     for col in ("field", "before", "after"):
         fields.add_column(col)

@@ -27,7 +27,7 @@ _UNIT_SPACE = re.compile(r"(\d) (GiB|MiB|KiB|tokens)")
 _KEEP = "\u00a0"  # textwrap does not break at a no-break space
 
 
-def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
+def wrap_text(text: str, width: int, first: str = "", rest: str = "") -> str:
     """``text`` wrapped at ``width`` without a line break between a number and its unit."""
     import textwrap
 
@@ -39,17 +39,17 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
 
 def _print_bullet(out: Console, text: str) -> None:
     """A bullet whose wrapped lines stay indented under it, at the console's width."""
-    out.print(_wrap(text, out.width, "  • ", "    "), markup=False, highlight=False, soft_wrap=True)
+    out.print(wrap_text(text, out.width, "  • ", "    "), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_text(out: Console, text: str) -> None:
-    out.print(_wrap(text, out.width), markup=False, highlight=False, soft_wrap=True)
+    out.print(wrap_text(text, out.width), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_verdict(out: Console, label: str, style: str, text: str) -> None:
     from rich.text import Text
 
-    line = Text(_wrap(f"{label} — {text}", out.width))
+    line = Text(wrap_text(f"{label} — {text}", out.width))
     line.stylize(style, 0, len(label))
     out.print(line, soft_wrap=True)
 
