@@ -93,12 +93,16 @@ def fit_command(
             run, raw = load_native(spec, from_framework, hardware)
             for warning in run.warnings:
                 typer.echo(f"warning: {warning}", err=True)
-            result = fit(run, raw, spec.resolve().parent, options)
-            if result.best is not None:
-                from .fit_native import native_outcome
+            import dataclasses
 
+            from .fit_native import NATIVE_ALTERNATIVES, native_outcome
+
+            wide = dataclasses.replace(options, top_k=max(options.top_k, NATIVE_ALTERNATIVES))
+            result = fit(run, raw, spec.resolve().parent, wide)
+            if result.best is not None:
                 native = native_outcome(from_framework, spec, run, [result.best, *result.alternatives], hardware, write,
                                         in_place, overwrite, options.margin)
+            result = dataclasses.replace(result, alternatives=result.alternatives[:options.top_k])
         shown = _margin_text(options.margin)
         document = fit_to_dict(result, str(spec))
         export_error = None

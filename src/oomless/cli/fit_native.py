@@ -15,6 +15,9 @@ from typing import Any
 from ..errors import InputError
 
 FIELD = "--write"
+NATIVE_ALTERNATIVES = 5
+"""Answers fit is asked for with --from (whatever --top shows): the patch is the first of them
+that the framework's file can say and that reads back as fitting."""
 
 
 @dataclass
