@@ -99,14 +99,17 @@ def test_colour_on_a_terminal_unless_no_color() -> None:
     assert "DOES NOT FIT" in plain
 
 
-@pytest.mark.parametrize(("spec", "expected"), [(QUICKSTART, 0), (S1_BEFORE, 1)], ids=["fits", "does-not-fit"])
-def test_closed_pipe_keeps_the_exit_code_quietly(spec, expected: int) -> None:
+@pytest.mark.parametrize(("args", "expected"), [
+    (("plan", str(QUICKSTART)), 0), (("plan", str(S1_BEFORE)), 1), (("plan", str(S1_BEFORE), "--json"), 1),
+    (("models",), 0),
+], ids=["fits", "does-not-fit", "json", "models"])
+def test_closed_pipe_keeps_the_exit_code_quietly(args: tuple[str, ...], expected: int) -> None:
     """`oomless plan x.yaml | head -1` with the reader gone before anything is written: every
-    write meets EPIPE; the verdict's exit code stays and nothing is printed on stderr."""
+    write meets EPIPE; the command's exit code stays and nothing is printed on stderr."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run([*oomless_command(), "plan", str(spec)], cwd=ROOT, stdout=write_end,
+        done = subprocess.run([*oomless_command(), *args], cwd=ROOT, stdout=write_end,
                               stderr=subprocess.PIPE, text=True, timeout=120, check=False)
     finally:
         os.close(write_end)
