@@ -50,6 +50,9 @@ SPEC = "examples/quickstart.yaml"
 PEER_MANIFEST = ROOT / "benchmarks" / "peer" / "arena-quickstart.yaml"
 PEER_MODEL = "Qwen/Qwen2.5-1.5B-Instruct"
 PEER_GPU = "A100-80GB"
+FLOOR_IMPORTS = "import typer._adapters, pydantic.main, importlib.metadata, rich.console, rich.table, yaml"
+"""The libraries `oomless plan` cannot start without (CLI, spec validation with pydantic's plugin
+loader, tables, YAML): what start-up would cost if oomless's own modules took no time."""
 
 
 def timed_run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int]:
@@ -94,6 +97,7 @@ def commands(args: argparse.Namespace, workdir: Path) -> dict[str, tuple[list[st
     oomless = str(oomless_script())
     out = {
         "python -c pass": ([sys.executable, "-c", "pass"], env, ROOT),
+        f"floor: python -c \"{FLOOR_IMPORTS}\"": ([sys.executable, "-c", FLOOR_IMPORTS], env, ROOT),
         f"oomless plan {SPEC}": ([oomless, "plan", SPEC], env, ROOT),
         f"oomless plan {SPEC} --json": ([oomless, "plan", SPEC, "--json"], env, ROOT),
         "oomless --version": ([oomless, "--version"], env, ROOT),
