@@ -153,12 +153,12 @@ def _with_run(diagnosis: Diagnosis, run: ResolvedRun, spec_path: Path | None, na
     checked = check_fixes(tuple(f for f in fixes if not f.knob.startswith("env:")), run, gap)
     fit = propose_fit(run, spec_path if native is None else None, gap)
     if native is not None:
-        from ..doctor.native import native_lines
+        from ..doctor.native import expressible_proposal, native_lines
 
         if checked is not None:
             checked = tuple(dataclasses.replace(c, native=native_lines(native[0], native[1], run.spec, c.spec)) for c in checked)
         if fit.spec is not None:
-            fit = dataclasses.replace(fit, native=native_lines(native[0], native[1], run.spec, fit.spec))
+            fit = expressible_proposal(native[0], native[1], run, fit)
     return fixes, reconciliation, fit, checked
 
 

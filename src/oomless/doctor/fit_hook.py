@@ -36,6 +36,8 @@ class FitProposal:
     """The changes in the framework's own keys, when the run came `--from` one."""
     spec: Any = None
     """The proposed run spec (None without an answer)."""
+    alternatives: tuple[Any, ...] = ()
+    """fit's other answers (`Choice`s), for a framework that cannot say the best one."""
 
 
 def _changes(best: Any) -> tuple[tuple[str, Any, Any], ...]:
@@ -72,4 +74,17 @@ def propose_fit(run: Any, spec_path: Path | None = None, gap_bytes: int = 0, kee
     except Exception as err:  # fit is optional and evolving: its failure must not hide the diagnosis
         return FitProposal(False, note=f"oomless fit failed: {type(err).__name__}: {err}")
     return FitProposal(True, changes, "" if changes else "oomless fit keeps the spec as it is", gap_bytes, peak, capacity,
-                       room, tuple(getattr(best, "lowers_safety", ())), spec=getattr(getattr(best, "run", None), "spec", None))
+                       room, tuple(getattr(best, "lowers_safety", ())), spec=getattr(getattr(best, "run", None), "spec", None),
+                       alternatives=tuple(getattr(result, "alternatives", ())))
+
+
+def proposal_of(choice: Any, gap_bytes: int, run: Any) -> FitProposal:
+    """An alternative answer of fit as a proposal (its numbers with the same margin)."""
+    from ..fit.probe import slack_vector
+    from ..fit.search import FitOptions
+
+    options = FitOptions(margin_bytes=max(0, gap_bytes), keep_safety_of=run.spec)
+    plan = choice.plan
+    return FitProposal(True, _changes(choice), "", gap_bytes, max(d.peak_bytes for d in plan.devices),
+                       max(d.capacity_bytes for d in plan.devices), min(slack_vector(plan, options.effective_margin)),
+                       tuple(choice.lowers_safety), spec=choice.run.spec)

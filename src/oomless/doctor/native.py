@@ -22,3 +22,27 @@ def native_lines(framework: str, path: Path, old_spec: Any, new_spec: Any) -> tu
     lines = tuple(c.shown for c in patch.changes)
     message = unexpressed_message(framework, patch.unexpressed)
     return lines + ((f"({message})",) if message else ())
+
+
+def expressible_proposal(framework: str, path: Path, run: Any, proposal: Any) -> Any:
+    """``proposal`` with its changes in the framework's keys; when the framework's file cannot
+    say the best answer, the first alternative it can say in full (noted)."""
+    import dataclasses
+
+    from ..adapters.patch import plan_patch
+    from ..adapters.common import read_text
+    from ..errors import InputError
+    from .fit_hook import proposal_of
+
+    text = read_text(path)
+    for rank, choice in enumerate([None, *proposal.alternatives]):
+        candidate = proposal if choice is None else proposal_of(choice, proposal.margin_bytes, run)
+        try:
+            patch = plan_patch(framework, path, text, run.spec, candidate.spec)
+        except InputError:
+            continue
+        if not patch.unexpressed and patch.changes:
+            note = candidate.note if rank == 0 else (
+                f"{framework} cannot say fit's best answer; this is its alternative #{rank}, which it can")
+            return dataclasses.replace(candidate, native=tuple(c.shown for c in patch.changes), note=note)
+    return dataclasses.replace(proposal, native=native_lines(framework, path, run.spec, proposal.spec))
