@@ -99,12 +99,13 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
         return
     if plan.verdict == "fits_typical":
         _print_verdict(out, "FITS ON TYPICAL BATCHES", "bold yellow",
-                       f"{V.headline(plan.typical)}. The worst batch the limits allow does not fit:")
+                       f"on a typical batch, {V.headline(plan.typical)}. The worst batch the limits allow does not fit:")
         _print_bullet(out, _risk_line(plan).strip())
     else:
         _print_verdict(out, "DOES NOT FIT", "bold red", V.headline(plan))
     if len(plan.violations) > 1 or plan.verdict == "fits_typical":
-        out.print(f"{len(plan.violations)} constraint(s) broken, in the order a step meets them:")
+        by = " by the worst batch" if plan.verdict == "fits_typical" else ""
+        out.print(f"{len(plan.violations)} constraint(s) broken{by}, in the order a step meets them:")
         for c in V.in_time_order(plan, plan.violations):
             _print_bullet(out, V.constraint_sentence(plan, c))
     longest = plan.longest_fitting_prompt_tokens
