@@ -22,7 +22,7 @@ from hypothesis import given
 from oomless.errors import InputError
 from oomless.explain import Explained, explain_plan, registry
 from oomless.explain.checks import explain_checks
-from oomless.planner import gpu_phases, host_phases
+from oomless.planner import gpu_phases
 from oomless.planner.plan import Plan
 from oomless.spec.load import load_run
 from tests.fuzz.strategies import fuzz_settings, valid_specs
@@ -133,31 +133,39 @@ SUBSTITUTES = ("policy", "reference", "critic", "reward", "actor", "vllm", "poli
 with or without its dot, or nothing."""
 
 
-def emitted_names(module: Any) -> list[tuple[str, list[str]]]:
-    """(template, its possible names) for each `_c(name, ...)` call in ``module``'s source."""
-    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+PLANNER = Path(gpu_phases.__file__).parent
+
+
+def emitted_names(path: Path) -> list[tuple[str, list[str]]]:
+    """(template, its possible names) for each component the module at ``path`` names: every
+    `_c(name, ...)` call (whose name must be a literal or an f-string) and every
+    `Component(name, ...)` whose name is one (a merge passes an existing component's name on)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_c" and node.args:
-            arg = node.args[0]
-            if isinstance(arg, ast.Constant):
-                out.append((arg.value, [arg.value]))
-            elif isinstance(arg, ast.JoinedStr):
-                parts = [[p.value] if isinstance(p, ast.Constant) else list(SUBSTITUTES) for p in arg.values]
-                out.append((ast.unparse(arg), ["".join(c) for c in itertools.product(*parts)]))
-            else:
-                raise AssertionError(f"{module.__name__}: a component name that is not a literal: {ast.unparse(arg)}")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_c", "Component") and node.args):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant):
+            out.append((arg.value, [arg.value]))
+        elif isinstance(arg, ast.JoinedStr):
+            parts = [[p.value] if isinstance(p, ast.Constant) else list(SUBSTITUTES) for p in arg.values]
+            out.append((ast.unparse(arg), ["".join(c) for c in itertools.product(*parts)]))
+        else:
+            assert node.func.id == "Component", f"{path.name}: a component name that is not a literal: {ast.unparse(arg)}"
     return out
 
 
-@pytest.mark.parametrize(("module", "table"), [(gpu_phases, "GPU"), (host_phases, "HOST")], ids=["gpu", "host"])
-def test_every_component_name_in_the_planner_has_a_formula(module: Any, table: str) -> None:
+@pytest.mark.parametrize("path", sorted(PLANNER.glob("*.py")), ids=lambda p: p.stem)
+def test_every_component_name_in_the_planner_has_a_formula(path: Path) -> None:
     registry.load()
-    entries = getattr(registry, table)
-    templates = emitted_names(module)
-    assert len(templates) >= 5  # the parse found the calls
-    missing = [t for t, names in templates if not any(registry.find(entries, n) for n in names)]
+    entries = registry.HOST if path.stem.startswith("host") else registry.GPU
+    missing = [t for t, names in emitted_names(path) if not any(registry.find(entries, n) for n in names)]
     assert missing == []
+
+
+def test_the_planner_scan_finds_the_components() -> None:
+    assert len(emitted_names(PLANNER / "gpu_phases.py")) >= 25 and len(emitted_names(PLANNER / "host_phases.py")) >= 8
 
 
 def test_a_name_without_an_entry_is_reported_not_hidden() -> None:
@@ -170,3 +178,11 @@ def test_a_name_without_an_entry_is_reported_not_hidden() -> None:
     finally:
         registry.GPU[:] = saved
     assert missing and all(e.formula is None and "no formula" in e.error for e in missing)
+
+
+def test_a_new_component_without_a_formula_is_caught(tmp_path: Path) -> None:
+    module = tmp_path / "new_phase.py"
+    module.write_text('def f(p):\n    return [_c("brand_new_buffer", 0, 1), _c(f"{p}.weights", 0, 1)]\n', encoding="utf-8")
+    registry.load()
+    found = {t: any(registry.find(registry.GPU, n) for n in names) for t, names in emitted_names(module)}
+    assert found == {"brand_new_buffer": False, "f'{p}.weights'": True}
