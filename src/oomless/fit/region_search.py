@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from dataclasses import dataclass
 
 from .probe import Region
@@ -34,20 +35,26 @@ class Counts:
 
 
 def _picks(region: Region, factor_ids: range, seconds_of, lam: float, checked: list[int], base: list[int]) -> list[Pick]:
+    ids = list(factor_ids)
+    options = [region.factors[i].options for i in ids]
+    # Per option: its slack deltas on the checked constraints, its change count and penalty.
+    deltas = [[tuple(region.deltas[i][j][c] for c in checked) for j in range(len(opts))] for i, opts in zip(ids, options)]
+    costs = [[lam * o.num_changes for o in opts] for opts in options]
+    lowers = [[o.lowers_safety for o in opts] for opts in options]
     out = []
-    ranges = [range(len(region.factors[i].options)) for i in factor_ids]
-    for choice in itertools.product(*ranges):
+    for choice in itertools.product(*(range(len(opts)) for opts in options)):
         seconds = seconds_of(choice)
         if math.isinf(seconds):
             continue
-        options = [region.factors[i].options[j] for i, j in zip(factor_ids, choice)]
-        changes = sum(o.num_changes for o in options)
-        penalty = LOWERING_PENALTY_SECONDS if any(o.lowers_safety for o in options) else 0.0
-        slack = list(base)
-        for i, j in zip(factor_ids, choice):
-            delta = region.deltas[i][j]
-            slack = [s + delta[c] for s, c in zip(slack, checked)]
-        out.append((seconds + lam * changes + penalty, seconds, changes, tuple(slack), choice))
+        slack = tuple(base)
+        changes, score, penalty = 0, seconds, 0.0
+        for k, j in enumerate(choice):
+            slack = tuple(map(operator.add, slack, deltas[k][j]))
+            changes += options[k][j].num_changes
+            score += costs[k][j]
+            if lowers[k][j]:
+                penalty = LOWERING_PENALTY_SECONDS
+        out.append((score + penalty, seconds, changes, slack, choice))
     return out
 
 

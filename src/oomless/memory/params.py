@@ -353,6 +353,7 @@ def num_language_model_parameters(arch: ModelArch) -> int:
             + num_final_norm_parameters(arch) + num_lm_head_parameters(arch))
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (see decoder_layer_tensors)
 def model_tensors(arch: ModelArch) -> tuple[ParamTensor, ...]:
     """The whole model's parameter tensors; ``count`` already multiplied by layers.
 
@@ -423,6 +424,7 @@ def num_active_parameters(arch: ModelArch) -> int:
     return num_parameters(arch) - arch.num_moe_layers * inactive * num_parameters_per_expert(arch)
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (see decoder_layer_tensors)
 def num_largest_module_parameters(arch: ModelArch) -> int:
     """max over modules of ``sum(p.numel() for p in m.parameters(recurse=False))``.
 
