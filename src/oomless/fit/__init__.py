@@ -5,8 +5,10 @@ Layout: `space` (the knobs, grouped into factors, and the math moves `--allow` u
 fast evaluator: constraints and step times predicted by adding per-factor effects measured
 with `make_plan`), `region_search` (best-first search of one region), `search` (regions, math
 levels, and the re-check of every returned configuration by `make_plan` on the spec as it
-would be written), `report` (JSON), `write` (the new spec file).
+would be written), `safety` (the memory-safety settings a crashed run had, which a safer-only
+search must not lower silently), `maximize` (the largest value of one field that fits),
+`report` (JSON), `write` (the new spec file).
 
-Entry points: `search.fit_file(path, FitOptions(...)) -> FitResult` and `search.fit(run, raw,
-base_dir, options)`.
+Entry points: `search.fit_file(path, FitOptions(...)) -> FitResult`, `search.fit(run, raw,
+base_dir, options)` and `maximize.maximize(run, raw, base_dir, path, options)`.
 """

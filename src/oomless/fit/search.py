@@ -7,7 +7,10 @@ is a region searched by additive prediction (`probe`, `region_search`). Predicte
 then re-planned in score order from the spec file they would be written as — parsed,
 validated and planned by `make_plan` — and only those whose own plan fits with the margin are
 returned. Scores: predicted seconds per optimizer step + λ per changed field, λ =
-CHANGE_COST_FRACTION × the fastest step time predicted for the input's region.
+CHANGE_COST_FRACTION × the fastest step time predicted for the input's region. With
+`FitOptions.keep_safety_of` (doctor, after a crash), options that lower one of that run's
+safety settings rank after all others and are returned only when their plan keeps the measured
+gap free on top of the margin (`fit.safety`).
 """
 
 from __future__ import annotations
