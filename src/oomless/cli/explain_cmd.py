@@ -34,7 +34,7 @@ def explain_command(
     nodes: int = NODES_OPTION,
     host_ram: float = HOST_RAM_OPTION,
 ) -> None:
-    """Explain a plan: each component's formula, inputs, result and source; exit 0, 2 bad input."""
+    """Explain a plan: each component's and each check's formula, inputs, result and source; exit 0, 2 bad input."""
     from .main import run_guarded
 
     def body() -> int:
