@@ -55,6 +55,12 @@ def torch_cause(f: Finding, phase: PhaseGuess) -> str:
     gpu = f" on GPU {n['gpu_index']}" if "gpu_index" in n else ""
     if f.variant == "cuda_runtime":
         return f"A CUDA call ran out of GPU memory{_where(phase)}{gpu}, outside PyTorch's allocator (no sizes printed)."
+    if f.variant == "deepspeed_workspace":
+        short = (f" ({_b(n['requested_bytes'])} needed, {_b(free)} free of {_b(cap)})" if "requested_bytes" in n else "")
+        if "workspace_tokens_required" in n:
+            short = f" (room for {n.get('workspace_tokens_available', '?')} tokens, {n['workspace_tokens_required']} required)"
+        return (f"DeepSpeed's inference kernels (the hybrid engine's generation){_where(phase)} could not allocate their "
+                f"workspace{short}: the training states left too little free GPU memory for generation.")
     if f.variant == "ray_task_error":
         task = f" in Ray task {f.labels['ray_task']}" if "ray_task" in f.labels else " in a Ray task"
         return (f"PyTorch ran out of GPU memory{task}{_where(phase)} (RayTaskError(OutOfMemoryError)); the allocator's "

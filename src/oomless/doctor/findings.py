@@ -71,3 +71,13 @@ class Finding:
     @property
     def device(self) -> str:
         return DEVICE[self.kind]
+
+
+def make(kind: Kind, variant: str, text: str, offset: int, numbers: dict, labels: dict | None = None) -> Finding:
+    """A finding at ``offset``, its message being the line there; numbers the log does not show
+    (None) are left out. Its line number is left 0 for `diagnose.find_all` to fill in one pass."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset, offset + 2000)
+    line = text[start:end if end >= 0 else min(len(text), offset + 2000)].strip()
+    clean = {k: v for k, v in numbers.items() if v is not None}
+    return Finding(kind, variant, offset, 0, line[:300], clean, dict(labels or {}))

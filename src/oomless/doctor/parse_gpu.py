@@ -1,5 +1,5 @@
-"""Parsers of GPU memory errors: PyTorch's allocator (CUDA, HIP, every format since 1.x),
-vLLM's start-up and KV-cache checks, vLLM's cumem allocator, NCCL.
+"""Parsers of GPU memory errors: PyTorch's allocator (CUDA, HIP, XPU, every format since 1.x),
+alone or inside a Ray task, DeepSpeed's inference workspace, NCCL; vLLM's in `parse_vllm`.
 
 Each parser scans the cleaned log for an anchor (a fixed phrase of the message), then reads the
 numbers from a window after it with small regexes, so truncated messages still give what they
@@ -11,31 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .findings import Finding, Kind
-from .sizes import UNIT_PATTERN, to_bytes, to_float, to_int
+from .findings import Finding, Kind, make
+from .parse_vllm import PARSERS as VLLM_PARSERS
+from .sizes import NUM, SIZE, size_of as _size, to_bytes, to_int
 from .text import joined_window, window_end
 
-NUM = r"(?<![\d.])(\d+(?:\.\d+)?)"
-"""A number that starts where a run of digits starts (the lookbehind keeps a search linear in a
-long run of digits: without it every digit of the run is tried as a start)."""
-SIZE = rf"{NUM}\s*({UNIT_PATTERN})"
-
-
-def make(kind: Kind, variant: str, text: str, offset: int, numbers: dict, labels: dict | None = None) -> Finding:
-    """A finding at ``offset``, its message being the line there. Its line number is left 0 for
-    `diagnose.find_all` to fill in one pass over the log."""
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset, offset + 2000)
-    line = text[start:end if end >= 0 else min(len(text), offset + 2000)].strip()
-    clean = {k: v for k, v in numbers.items() if v is not None}
-    return Finding(kind, variant, offset, 0, line[:300], clean, dict(labels or {}))
-
-
-def _size(match: re.Match[str] | None, group: int = 1) -> int | None:
-    if match is None or match.group(group) is None:
-        return None
-    return to_bytes(match.group(group), match.group(group + 1))
-
+__all__ = ["NUM", "SIZE", "PARSERS", "make"]
 
 # --- PyTorch caching allocator -------------------------------------------------------------------
 # Source: c10/cuda/CUDACachingAllocator.cpp (`DeviceCachingAllocator::malloc`, its OOM path and
@@ -205,134 +186,36 @@ def ray_task_oom(text: str) -> Iterator[Finding]:
         yield make(Kind.torch_gpu_oom, "ray_task_error", text, m.start(), {}, labels)
 
 
-# --- vLLM ----------------------------------------------------------------------------------------
-# Source: vllm/v1/worker/gpu_worker.py (`init_device`, `request_memory`), vllm/worker/worker.py
-# (`raise_if_cache_size_invalid`, V0), vllm/v1/core/kv_cache_utils.py
-# (`check_enough_kv_cache_memory`), csrc/cumem_allocator.cpp (`CUDA Error: … at file:line`).
+# --- DeepSpeed inference workspace ---------------------------------------------------------------
+# Source: deepspeedai/DeepSpeed deepspeed/ops/csrc/transformer/inference/includes/inference_context.h
+# (`InferenceContext::GenWorkSpace`, deepspeed 0.16.4): the kernels of DeepSpeed inference (the
+# hybrid engine's generation in DeepSpeed-Chat) size a workspace from free memory and throw
+# "Workspace can't be allocated, no enough memory." after printing "Requested:\t%lu\nFree:\t%lu\n
+# Total:\t%lu", or "Workspace can't be allocated, not enough memory" after "Allocatable workspace
+# available (%ld tokens) is less than minimum requested workspace (%d tokens)".
 
-_FREE_ANCHOR = re.compile(r"Free memory on device")
-_FREE_SIZES = re.compile(r"\(\s*([\d.]+)\s*/\s*([\d.]+)\s*GiB\s*\)")
-_FREE_DEVICE = re.compile(r"on device\s+[a-z]*:(\d+)")
-_FREE_WANTED = re.compile(r"utilization\s*\(\s*([\d.]+)\s*,\s*([\d.]+)\s*GiB\s*\)")
-
-
-def vllm_startup_free_memory(text: str) -> Iterator[Finding]:
-    for m in _FREE_ANCHOR.finditer(text):
-        w = joined_window(text, m.start(), 500, stop=m.group(0))
-        if not re.search(r"less than\s*desired", w):
-            continue  # the informational start-up line, not the error
-        sizes, wanted, device = _FREE_SIZES.search(w), _FREE_WANTED.search(w), _FREE_DEVICE.search(w[:60])
-        numbers = {
-            "gpu_index": to_int(device.group(1)) if device else None,
-            "free_bytes": to_bytes(sizes.group(1), "GiB") if sizes else None,
-            "total_bytes": to_bytes(sizes.group(2), "GiB") if sizes else None,
-            "gpu_memory_utilization": to_float(wanted.group(1)) if wanted else None,
-            "requested_bytes": to_bytes(wanted.group(2), "GiB") if wanted else None,
-        }
-        yield make(Kind.vllm_startup_free_memory, "v1", text, m.start(), numbers)
+_DS_WORKSPACE = re.compile(r"Workspace can't be allocated, not? enough memory")
+_DS_SIZES = tuple((key, re.compile(rf"(?<!\w){label}:\s*(\d{{1,20}})"))
+                  for key, label in (("requested_bytes", "Requested"), ("free_bytes", "Free"), ("capacity_bytes", "Total")))
+"""Read one by one: a launcher's prefix may stand at the start of each printed line."""
+_DS_TOKENS = re.compile(r"workspace available \((\d{1,20}) tokens\) is less than minimum requested workspace \((\d{1,20}) tokens\)")
+DS_REPORT_CHARS = 400
+"""Characters before the exception searched for the sizes DeepSpeed printed just before it."""
 
 
-_NO_BLOCKS = re.compile(r"No available memory for the cache blocks|# GPU blocks: 0\b")
-
-
-def vllm_no_cache_blocks(text: str) -> Iterator[Finding]:
-    for m in _NO_BLOCKS.finditer(text):
-        variant = "gpu_blocks_zero" if m.group(0).startswith("#") else "error"
-        yield make(Kind.vllm_no_cache_blocks, variant, text, m.start(), vllm_context(text, m.start()))
-
-
-_SEQ_ANCHOR = re.compile(r"max seq len\s*\(")
-_SEQ_V0 = re.compile(r"max seq len\s*\((\d+)\)\s*is larger than the maximum number of tokens that can be stored in KV cache\s*\((\d+)\)")
-_SEQ_V0_LEN = re.compile(r"max seq len\s*\((\d+)\)\s*is larger than the maximum number of tokens")
-_SEQ_V1 = re.compile(rf"max seq len\s*\((\d+)\),?\s*\(\s*{SIZE}\s*KV cache is needed")
-_SEQ_V1_AVAIL = re.compile(rf"available KV cache memory\s*\(\s*{SIZE}\s*\)")
-_SEQ_V1_EST = re.compile(r"estimated maximum model length is\s*(\d+)")
-
-
-def vllm_max_seq_len(text: str) -> Iterator[Finding]:
-    for m in _SEQ_ANCHOR.finditer(text):
-        w = joined_window(text, m.start(), 700, stop="max seq len")
-        v0, v0_len, v1 = _SEQ_V0.search(w), _SEQ_V0_LEN.search(w), _SEQ_V1.search(w)
-        is_v1 = v1 or "KV cache is needed" in w[:200] or "at least one request" in text[max(0, m.start() - 80):m.start()]
-        if not (v0 or v0_len or is_v1):
-            continue
-        numbers = vllm_context(text, m.start())
-        if v0 or v0_len:
-            numbers["max_model_len"] = to_int((v0 or v0_len).group(1))
-            numbers["kv_cache_tokens"] = to_int(v0.group(2)) if v0 else numbers.get("kv_cache_tokens")
-            yield make(Kind.vllm_max_seq_len, "v0", text, m.start(), numbers)
-        else:
-            est = _SEQ_V1_EST.search(w)
-            numbers.update(
-                max_model_len=to_int(v1.group(1)) if v1 else None, kv_needed_bytes=_size(v1, 2),
-                kv_available_bytes=_size(_SEQ_V1_AVAIL.search(w)),
-                estimated_max_model_len=to_int(est.group(1)) if est else None,
-            )
-            yield make(Kind.vllm_max_seq_len, "v1", text, m.start(), numbers)
-
-
-_CUMEM = re.compile(r"CUDA Error: out of memory at\s*\S*?cumem_allocator\.cpp:(\d+)|cuMemCreate CUDA_ERROR_OUT_OF_MEMORY")
-
-
-def vllm_wake_up_oom(text: str) -> Iterator[Finding]:
-    for m in _CUMEM.finditer(text):
-        if m.group(1):
-            yield make(Kind.vllm_wake_up_oom, "cumem", text, m.start(), {"cumem_source_line": to_int(m.group(1))})
-        else:
-            yield make(Kind.vllm_wake_up_oom, "torch_memory_saver", text, m.start(), {})
-
-
-# Source: vllm/v1/worker/gpu_model_runner.py (`_dummy_sampler_run`, `_dummy_pooler_run`), vLLM
-# 0.7-0.33: "CUDA out of memory occurred when warming up sampler with N dummy requests. Please try
-# lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine." (pooler:
-# "... warming up pooler (task=...) with N dummy requests ..."); N is max_num_seqs.
-
-_WARMUP = re.compile(r"occurred when warming up (sampler|pooler)(?:\s*\(task=([^)\n]{0,40})\))?(?:\s*with\s*(\d+)\s*dummy requests)?")
-
-
-def vllm_warmup_oom(text: str) -> Iterator[Finding]:
-    if "occurred when warming up" not in text:
+def deepspeed_workspace_oom(text: str) -> Iterator[Finding]:
+    if "Workspace can't be allocated" not in text:
         return
-    for m in _WARMUP.finditer(text):
-        labels = {"warmed_up": m.group(1), **({"pooling_task": m.group(2).strip("'\" ")} if m.group(2) else {})}
-        numbers = {"num_dummy_requests": to_int(m.group(3)) if m.group(3) else None}
-        yield make(Kind.vllm_warmup_oom, m.group(1), text, m.start(), numbers, labels)
-
-
-# Context lines vLLM logs while sizing its budget (V0 worker.py, V1 gpu_worker.py / kv_cache_utils.py).
-_CONTEXT: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("total_gpu_memory_bytes", re.compile(r"total_gpu_memory\s*[=(]\s*([\d.]+)\s*GiB"), "GiB"),
-    ("gpu_memory_utilization", re.compile(r"gpu_memory_utilization\s*[=(]\s*([\d.]+)"), ""),
-    ("peak_torch_memory_bytes", re.compile(r"peak_torch_memory=([\d.]+)GiB"), "GiB"),
-    ("non_torch_memory_bytes", re.compile(r"non_torch_memory(?:=| takes )([\d.]+)\s*GiB"), "GiB"),
-    ("kv_cache_bytes", re.compile(r"kv_cache_size=([\d.]+)GiB|reserved for KV Cache is ([\d.]+)\s*GiB|Available KV cache memory:\s*([\d.]+)\s*GiB"), "GiB"),
-    ("weights_bytes", re.compile(r"(?:Loading model weights|Model loading) took ([\d.]+)\s*G(?:i)?B|model weights take ([\d.]+)\s*GiB"), "GiB"),
-    ("num_gpu_blocks", re.compile(r"# GPU blocks: (\d+)"), ""),
-    ("kv_cache_tokens", re.compile(r"GPU KV cache size: ([\d,]+) tokens"), ""),
-    ("max_model_len", re.compile(r"max_seq_len=(\d+)"), ""),
-)
-CONTEXT_SPAN = 8_000
-"""Characters before an error searched for vLLM's context lines."""
-
-
-def vllm_context(text: str, offset: int) -> dict:
-    """Numbers vLLM logged before the error (the last value of each)."""
-    before = text[max(0, offset - CONTEXT_SPAN):offset + 400]
-    out: dict = {}
-    for key, pattern, unit in _CONTEXT:
-        last = None
-        for last in pattern.finditer(before):
-            pass
-        if last is None:
-            continue
-        raw = next(g for g in last.groups() if g is not None)
-        if unit:
-            out[key] = to_bytes(raw, unit)
-        elif key == "gpu_memory_utilization":
-            out[key] = to_float(raw)
-        else:
-            out[key] = to_int(raw)
-    return out
+    for m in _DS_WORKSPACE.finditer(text):
+        before = text[max(0, m.start() - DS_REPORT_CHARS):m.start()]
+        numbers: dict = {}
+        for key, pattern in _DS_SIZES:
+            found = pattern.findall(before)
+            numbers[key] = to_int(found[-1]) if found else None
+        tokens = _DS_TOKENS.findall(before)
+        if tokens:
+            numbers.update(workspace_tokens_available=to_int(tokens[-1][0]), workspace_tokens_required=to_int(tokens[-1][1]))
+        yield make(Kind.torch_gpu_oom, "deepspeed_workspace", text, m.start(), numbers, {"device_api": "cuda"})
 
 
 # --- NCCL ----------------------------------------------------------------------------------------
@@ -367,6 +250,5 @@ def nccl_oom(text: str) -> Iterator[Finding]:
             yield make(Kind.nccl_oom, m.group(1).replace(" ", "_"), text, m.start(), numbers, _nccl_source(text, m.start()))
 
 
-PARSERS = (torch_oom, ray_task_oom, vllm_startup_free_memory, vllm_no_cache_blocks, vllm_max_seq_len,
-           vllm_wake_up_oom, vllm_warmup_oom, nccl_oom)
+PARSERS = (torch_oom, ray_task_oom, deepspeed_workspace_oom, *VLLM_PARSERS, nccl_oom)
 """Every GPU parser, for `diagnose.find_all`."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .findings import Finding, Kind
-from .parse_gpu import make
+from .findings import Finding, Kind, make
 from .sizes import to_bytes, to_float, to_int
 from .text import joined_window, strip_prefix
 

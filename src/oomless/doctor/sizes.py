@@ -16,6 +16,7 @@ digit (±0.005 GiB ≈ 5 MiB for two-decimal GiB).
 
 from __future__ import annotations
 
+import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 UNIT_BYTES: dict[str, int] = {
@@ -43,6 +44,11 @@ A larger number is garbage, read as unreadable (None) rather than a size."""
 
 UNIT_PATTERN = r"(?:bytes|byte|[KMGTPE]i?B|kB|B)"
 """A unit label as it appears after a number in the messages parsed here."""
+NUM = r"(?<![\d.])(\d+(?:\.\d+)?)"
+"""A number that starts where a run of digits starts (the lookbehind keeps a search linear in a
+long run of digits: without it every digit of the run is tried as a start)."""
+SIZE = rf"{NUM}\s*({UNIT_PATTERN})"
+"""A number and its unit: two groups."""
 
 
 def to_bytes(number: str, unit: str) -> int | None:
@@ -77,3 +83,10 @@ def to_float(number: str) -> float | None:
     except ValueError:
         return None
     return value if value == value and abs(value) != float("inf") else None
+
+
+def size_of(match: re.Match[str] | None, group: int = 1) -> int | None:
+    """The size in groups ``group`` (number) and ``group + 1`` (unit) of a `SIZE` match."""
+    if match is None or match.group(group) is None:
+        return None
+    return to_bytes(match.group(group), match.group(group + 1))
