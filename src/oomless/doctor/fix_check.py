@@ -91,12 +91,12 @@ def check_fixes(fixes: tuple[Fix, ...], run: Any, gap_bytes: int) -> tuple[Check
 
 def _validated(spec: Any, overrides: dict[str, Any]) -> Any:
     """``spec`` with the overrides, validated like a spec file (a refused combination raises)."""
-    data = spec.model_dump(mode="json")
+    data = spec.model_dump(mode="json", exclude_unset=True)  # fields the input left out stay left out
     for dotted, value in overrides.items():
         *parents, leaf = dotted.split(".")
         node = data
         for part in parents:
-            node = node[part]
+            node = node.setdefault(part, {})
         node[leaf] = getattr(value, "value", value)
     return type(spec).model_validate(data)
 
