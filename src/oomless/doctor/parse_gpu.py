@@ -46,7 +46,9 @@ _EVIDENCE = re.compile(r"Tried to allocate|total capac|is free|by PyTorch|alread
 _EXCEPTION_BEFORE = re.compile(r"(?:OutOfMemoryError|RuntimeError|Error):\s*$")
 _NOT_TORCH_AFTER = re.compile(r"\s*occurred when warming up")
 """vLLM's re-raise of the sampler warm-up failure (`vllm_warmup_oom`), not the allocator's text."""
-_TORCH_RUNTIME = re.compile(r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory")
+_TORCH_RUNTIME = re.compile(r"(CUDA|HIP) error: out of memory|cuda runtime error \(2\) : out of memory")
+"""c10/cuda/CUDAException.h C10_CUDA_CHECK ("CUDA error: " + cudaGetErrorString; "HIP error: " in
+hipified ROCm builds), THC's "cuda runtime error (2)" before torch 1.0."""
 MAX_ANCHORS = 5_000
 """Anchors of one phrase read per log: a crash loop repeats its message; the first ones tell."""
 WINDOW_CHARS = 1600
@@ -159,7 +161,7 @@ def torch_oom(text: str) -> Iterator[Finding]:
         labels = {"device_api": api.lower()} if api else {}
         yield make(Kind.torch_gpu_oom, variant, text, start, numbers, labels)
     for m in _TORCH_RUNTIME.finditer(text):
-        yield make(Kind.torch_gpu_oom, "cuda_runtime", text, m.start(), {}, {"device_api": "cuda"})
+        yield make(Kind.torch_gpu_oom, "cuda_runtime", text, m.start(), {}, {"device_api": (m.group(1) or "cuda").lower()})
 
 
 # --- PyTorch OOM inside a Ray task ----------------------------------------------------------------
