@@ -16,14 +16,17 @@ PLANNED = {"rollout": 30 * GiB, "train": 36 * GiB, "optimizer": 25 * GiB}
 
 
 def _records() -> list[dict]:
-    """Three phases over 20 steps, two ranks each; train exceeds its plan at step 7 on rank 1."""
+    """Three phases over 20 steps, two ranks each; train is 20 % over its plan at step 7 on rank 1
+    and 5 % over (within the tolerance, not over plan) at step 9 on rank 0."""
     out = []
     for step in range(20):
         for phase, planned in PLANNED.items():
             for rank in (0, 1):
                 peak = planned - (step % 5 + rank) * GiB // 4
                 if (phase, step, rank) == ("train", 7, 1):
-                    peak = planned + GiB
+                    peak = planned + planned // 5
+                if (phase, step, rank) == ("train", 9, 0):
+                    peak = planned + planned // 20
                 out.append({"step": step, "phase": phase, "peak_bytes": peak, "planned_bytes": planned, "rank": rank})
     return out
 
@@ -35,8 +38,9 @@ def test_series_merge_ranks_by_maximum_in_phase_order() -> None:
     train = series[1]
     assert train.steps == tuple(range(20))
     assert train.peak_bytes[0] == PLANNED["train"]  # rank 0 at step 0 is the larger
-    assert train.peak_bytes[7] == PLANNED["train"] + GiB
-    assert train.over_plan == (7,)
+    assert train.peak_bytes[7] == PLANNED["train"] * 6 // 5
+    assert train.peak_bytes[9] > PLANNED["train"]
+    assert train.over_plan == (7,)  # step 9 is within the tolerance (oomless.telemetry.is_over_plan)
     assert series[0].over_plan == series[2].over_plan == ()
 
 

@@ -103,6 +103,8 @@ EXPECTED_SURFACE = {
         ("output_dir", ("--output-dir",), "option", False, None),
         ("max_steps", ("--max-steps",), "option", False, None),
         ("resume", ("--resume",), "option", False, False),
+        ("overwrite", ("--overwrite",), "option", False, False),
+        ("report_to", ("--report-to",), "option", False, ["none"]),
         ("from_framework", ("--from",), "option", False, None),
         ("gpu", ("--gpu",), "option", False, None),
         ("gpus_per_node", ("--gpus-per-node",), "option", False, None),

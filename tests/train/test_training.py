@@ -192,3 +192,63 @@ def test_fit_trains_fits_choice_and_degrades_without_the_module(tmp_path: Path, 
     result = CliRunner().invoke(app, ["train", str(spec), "--fit", "--output-dir", str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
     assert "warning: --fit needs oomless.fit, which this installation lacks; training the spec as written" in result.output
+
+
+def test_a_used_output_folder_is_refused_unless_resume_or_overwrite(tmp_path: Path) -> None:
+    spec = tiny_spec(tmp_path, max_steps=1, logging_steps=1)
+    out = tmp_path / "used"
+    (out / "checkpoint-5").mkdir(parents=True)
+    (out / "telemetry.jsonl").write_text('{"step": 0, "phase": "load", "peak_bytes": 1}\n')
+    refused = CliRunner().invoke(app, ["train", str(spec), "--output-dir", str(out)])
+    assert refused.exit_code == 2
+    line = refused.output.strip()
+    assert "\n" not in line and str(out) in line and "--resume" in line and "--overwrite" in line
+    both = CliRunner().invoke(app, ["train", str(spec), "--output-dir", str(out), "--resume", "--overwrite"])
+    assert both.exit_code == 2 and "exclude each other" in both.output
+    assert (out / "checkpoint-5").is_dir()  # nothing was removed by a refused run
+    result = CliRunner().invoke(app, ["train", str(spec), "--output-dir", str(out), "--overwrite", "--report-to", "tensorboard"])
+    assert result.exit_code == 0, result.output
+    assert not (out / "checkpoint-5").exists()
+    assert {r["step"] for r in read_records(out / "telemetry.jsonl")} == {0, 1}
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (logdir,) = (out / "runs").iterdir()
+    events = EventAccumulator(str(logdir))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"train/memory/train_peak_gib", "train/memory/train_planned_gib", "train/memory/train_measured_over_planned"} <= tags
+    train_record = next(r for r in read_records(out / "telemetry.jsonl") if r["phase"] == "train")
+    logged = events.Scalars("train/memory/train_peak_gib")[-1].value
+    assert logged == pytest.approx(train_record["peak_bytes"] / 2**30, rel=1e-4)
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_loses_no_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    spec = tiny_spec(tmp_path, max_steps=4, save_steps=0, offload_optimizer_in_rollout=False)
+    run(spec, tmp_path / "whole")
+    original_step = OomlessGRPOTrainer.training_step
+
+    def ctrl_c_during_step_2(self, model, inputs, num_items_in_batch=None):
+        if self.state.global_step == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return original_step(self, model, inputs, num_items_in_batch)
+
+    monkeypatch.setattr(OomlessGRPOTrainer, "training_step", ctrl_c_during_step_2)
+    out = tmp_path / "stopped"
+    stopped = CliRunner().invoke(app, ["train", str(spec), "--output-dir", str(out)])
+    assert stopped.exit_code == 130, stopped.output
+    assert "SIGINT: saving a checkpoint" in stopped.output and "stopped at step 2 of 4" in stopped.output
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file() and not (out / "final").exists()
+    assert json.loads((out / "summary.json").read_text())["interrupted_at_step"] == 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is given back
+    monkeypatch.setattr(OomlessGRPOTrainer, "training_step", original_step)
+    assert CliRunner().invoke(app, ["train", str(spec), "--output-dir", str(out)]).exit_code == 2
+    resumed = CliRunner().invoke(app, ["train", str(spec), "--output-dir", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    steps = Counter((r["step"], r["phase"]) for r in read_records(out / "telemetry.jsonl"))
+    assert set(steps.values()) == {1} and {s for s, _ in steps} == {0, 1, 2, 3, 4}
+    assert [r["step"] for r in read_jsonl(out / "rewards.jsonl")] == [1, 2, 3, 4]
+    a, b = weights(tmp_path / "whole"), weights(out)
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..telemetry import OVER_PLAN_TOLERANCE, is_over_plan
 from ..units import GiB, format_bytes
 from .files import check_outputs, write_atomically
 from .model import nice_ticks
@@ -33,6 +34,7 @@ PHASE_COLOURS = {
     "train": "#d55e00", "optimizer": "#009e73", "weight_sync": "#0072b2",
 }
 EXTRA_COLOURS = ("#6b4c2a", "#f0e442", "#000000")
+ABOVE_PLAN = f"over plan (> {100 * OVER_PLAN_TOLERANCE:.0f} %)"
 WIDTH_PX, HEIGHT_PX = 1100, 520
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 60, 150, 50, 44
 
@@ -55,8 +57,9 @@ class PhaseSeries:
 
     @property
     def over_plan(self) -> tuple[int, ...]:
-        """Steps where the measured peak exceeded the plan."""
-        return tuple(s for s, m, p in zip(self.steps, self.peak_bytes, self.planned_bytes) if p is not None and m > p)
+        """Steps where the measured peak is over the plan (`oomless.telemetry.is_over_plan`, the
+        rule `oomless train`'s table counts by)."""
+        return tuple(s for s, m, p in zip(self.steps, self.peak_bytes, self.planned_bytes) if is_over_plan(m, p))
 
 
 def _count(value: Any, key: str, where: str, nullable: bool = False) -> int | None:
@@ -159,14 +162,14 @@ def run_svg(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | Non
         for s, v in zip(ser.steps, ser.peak_bytes):
             if s in ser.over_plan:
                 out.append(f'<circle cx="{x(s):.1f}" cy="{y(v):.1f}" r="3.5" fill="#c0392b"><title>step {s} {escape(ser.phase)}: '
-                           f'{escape(format_bytes(v))} measured, above the plan</title></circle>')
+                           f'{escape(format_bytes(v))} measured, over the plan</title></circle>')
         ly = MARGIN_TOP + 14 + i * 18
         out.append(f'<line x1="{MARGIN_LEFT + w + 8}" x2="{MARGIN_LEFT + w + 30}" y1="{ly}" y2="{ly}" stroke="{ser.colour}" stroke-width="2"/>'
                    f'<text x="{MARGIN_LEFT + w + 36}" y="{ly + 4}">{escape(ser.phase)}</text>')
     ly = MARGIN_TOP + 14 + len(series) * 18 + 8
     out.append(f'<text x="{MARGIN_LEFT + w + 8}" y="{ly}" fill="#555">solid: measured</text>'
                f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 16}" fill="#555">dashed: planned</text>'
-               f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 32}" fill="#c0392b">dot: above plan</text></svg>')
+               f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 32}" fill="#c0392b">dot: {ABOVE_PLAN}</text></svg>')
     return "".join(out)
 
 
@@ -201,7 +204,7 @@ def run_png(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | Non
     handles += [
         Line2D([], [], color="#555555", linewidth=2, label="measured"),
         Line2D([], [], color="#555555", linewidth=1.4, linestyle="--", label="planned"),
-        Line2D([], [], color="#c0392b", linestyle="none", marker="o", label="above plan"),
+        Line2D([], [], color="#c0392b", linestyle="none", marker="o", label=ABOVE_PLAN),
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=FONT_PT + 0.5, frameon=False)
     return png_bytes(fig)

@@ -5,11 +5,17 @@ Examples:
     oomless train examples/tiny-arith.yaml                  # tiny model built locally, CPU, ~1-3 min
     oomless train examples/tiny-arith.yaml --max-steps 20 --output-dir /tmp/arith
     oomless train examples/tiny-arith.yaml --resume         # continue from the last checkpoint
+    oomless train examples/tiny-arith.yaml --overwrite      # replace the run in the output folder
+    oomless train my-run.yaml --report-to tensorboard       # loss, reward and plan-vs-measured memory
     oomless train my-run.yaml --fit                         # train oomless fit's configuration
     oomless train my-run.yaml --force                       # train although the plan does not fit
 
+A folder that holds another run is refused (exit 2) unless --resume or --overwrite is given.
+Ctrl-C saves a checkpoint at the end of the step under way and exits 130; --resume continues it.
+
 Exit codes: 0 trained, 1 refused (the plan does not fit), 2 bad input or a run this machine
-cannot do (QLoRA or vLLM without a GPU, missing `train:` section). Needs `oomless[train]`.
+cannot do (QLoRA or vLLM without a GPU, missing `train:` section, a used output folder),
+130 stopped by Ctrl-C (checkpoint saved). Needs `oomless[train]`.
 """
 
 from __future__ import annotations
@@ -31,20 +37,25 @@ def train_command(
     output_dir: Path = typer.Option(None, "--output-dir", help="Checkpoints and telemetry. Default: train.output_dir."),
     max_steps: int = typer.Option(None, "--max-steps", min=1, help="Optimizer steps. Default: train.max_steps."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in the output folder."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the run the output folder holds (its checkpoints and telemetry)."),
+    report_to: list[str] = typer.Option(
+        ["none"], "--report-to", help="Logger for loss, reward and plan-vs-measured memory (TRL report_to): tensorboard, wandb, ... Repeatable.",
+    ),
     from_framework: str = typer.Option(None, "--from", help=FROM_HELP),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
     gpus_per_node: int = GPUS_PER_NODE_OPTION,
     nodes: int = NODES_OPTION,
     host_ram: float = HOST_RAM_OPTION,
 ) -> None:
-    """Train GRPO on TRL with the plan applied; exit 0 trained, 1 refused (does not fit), 2 bad input."""
+    """Train GRPO on TRL with the plan applied; exit 0 trained, 1 refused (does not fit), 2 bad input, 130 Ctrl-C."""
     from .main import run_guarded
 
     def body() -> int:
         from ..errors import InputError
         from ..train.run import TrainOptions, train
 
-        options = TrainOptions(force=force, fit=fit, output_dir=output_dir, max_steps=max_steps, resume=resume)
+        options = TrainOptions(force=force, fit=fit, output_dir=output_dir, max_steps=max_steps, resume=resume,
+                               overwrite=overwrite, report_to=tuple(report_to))
         try:
             import tempfile
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..telemetry import is_over_plan
 from ..units import format_bytes
-from .telemetry import OVER_PLAN_TOLERANCE, PhaseSummary
+from .telemetry import PhaseSummary
 
 PHASE_ORDER = ("load", "rollout", "weight_sync", "logprob", "train", "optimizer")
 
@@ -23,7 +24,7 @@ def plan_vs_actual_rows(summaries: dict[str, PhaseSummary]) -> list[dict[str, An
             "planned_bytes": s.planned_bytes,
             "peak_bytes": s.peak_bytes,
             "ratio": None if ratio is None else round(ratio, 3),
-            "over_plan": ratio is not None and ratio > 1 + OVER_PLAN_TOLERANCE,
+            "over_plan": is_over_plan(s.peak_bytes, s.planned_bytes),
             "num_steps": s.num_steps,
             "num_steps_over_plan": s.num_over_plan,
             "seconds_per_step": round(s.seconds / s.num_steps, 4) if s.num_steps else None,

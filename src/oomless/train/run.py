@@ -5,7 +5,10 @@ Order: read the spec (optionally through `oomless.fit`), plan it, stop unless it
 load data and rewards, train with telemetry, and return the per-phase plan-vs-actual rows and
 the reward curve. Files in the output folder: `telemetry.jsonl` (one record per step and
 phase), `events.jsonl` (out-of-memory recoveries), `rewards.jsonl`, `checkpoint-N/`, `final/`,
-`launch/` (multi-GPU specs), `model/` (a built tiny model), `summary.json`.
+`launch/` (multi-GPU specs), `model/` (a built tiny model), `summary.json`. A folder that holds
+another run is refused unless `--resume` (continue it) or `--overwrite` (replace it) is given;
+every file of ours is written atomically (`oomless.train.files`); Ctrl-C saves a checkpoint and
+stops (`oomless.train.interrupt`).
 """
 
 from __future__ import annotations
@@ -19,15 +22,21 @@ from typing import Any
 
 import yaml
 
-from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
+from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, EXIT_INTERRUPTED, InputError
 from ..planner.plan import Plan, make_plan
 from ..spec.load import ResolvedRun, load_run
 from ..spec.run import RolloutEngine, RunSpec
 from . import settings as S
+from .files import checkpoints, last_complete_checkpoint, write_text
 from .launch import launch_files
 from .report import plan_vs_actual_rows, reward_curve
 
 TELEMETRY_FILE, EVENTS_FILE, REWARDS_FILE, SUMMARY_FILE = "telemetry.jsonl", "events.jsonl", "rewards.jsonl", "summary.json"
+FINAL_DIR = "final"
+RUN_FILES = (TELEMETRY_FILE, EVENTS_FILE, REWARDS_FILE, SUMMARY_FILE)
+REPORT_TO = ("none", "all", "tensorboard", "wandb", "mlflow", "trackio", "comet_ml", "clearml", "swanlab", "dvclive")
+"""Loggers `--report-to` passes through to TRL (transformers 5.24 `INTEGRATION_TO_CALLBACK` keys
+that log scalars; "all": every one installed)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,8 @@ class TrainOptions:
     output_dir: Path | None = None
     max_steps: int | None = None
     resume: bool = False
+    overwrite: bool = False
+    report_to: tuple[str, ...] = ("none",)
     progress: bool = True
 
 
@@ -51,6 +62,8 @@ class TrainOutcome:
     events: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    interrupted_at_step: int | None = None
+    """The step whose checkpoint Ctrl-C saved (the run stopped there; `--resume` continues)."""
 
 
 def fitted_run(spec_path: Path, say: Callable[[str], None]) -> ResolvedRun | None:
@@ -102,32 +115,67 @@ def model_location(spec: RunSpec, base_dir: Path) -> str:
     return spec.model
 
 
-def prepare_output(out_dir: Path, resume: bool, say: Callable[[str], None] = print) -> Path | None:
-    """The checkpoint to resume from (None for a fresh run, whose old records are removed)."""
-    from transformers.trainer_utils import get_last_checkpoint
+def run_contents(out_dir: Path) -> list[str]:
+    """What of an earlier run ``out_dir`` holds (telemetry, checkpoints, the final model)."""
+    if not out_dir.is_dir():
+        return []
+    found = [name for name in (*RUN_FILES, FINAL_DIR) if (out_dir / name).exists()]
+    return found + [p.name for _, p in checkpoints(out_dir)]
 
+
+def check_options(options: TrainOptions) -> None:
+    if options.resume and options.overwrite:
+        raise InputError("--resume", "and --overwrite exclude each other: continue the run in the folder, or replace it")
+    if len(options.report_to) > 1 and {"none", "all"} & set(options.report_to):
+        raise InputError("--report-to", f"{' and '.join(options.report_to)}: 'none' and 'all' stand alone")
+    unknown = [r for r in options.report_to if r not in REPORT_TO]
+    if unknown:
+        raise InputError("--report-to", f"{unknown[0]!r} is not a logger TRL reports to; allowed: {', '.join(REPORT_TO)}")
+
+
+def refuse_a_used_folder(out_dir: Path, resume: bool, overwrite: bool) -> list[str]:
+    """What of another run ``out_dir`` holds; an `InputError` when that is something and
+    neither ``resume`` nor ``overwrite`` says what to do with it."""
+    contents = run_contents(out_dir)
+    if contents and not (resume or overwrite):
+        raise InputError(
+            "--output-dir",
+            f"{out_dir} holds another run ({', '.join(contents[:3])}{', ...' if len(contents) > 3 else ''}); "
+            "--resume continues it, --overwrite replaces it",
+        )
+    return contents
+
+
+def prepare_output(out_dir: Path, resume: bool, say: Callable[[str], None] = print, overwrite: bool = False) -> Path | None:
+    """The checkpoint to resume from (None for a fresh run). A folder holding another run is
+    refused unless ``resume`` (continue from its last complete checkpoint) or ``overwrite``
+    (its run's files are removed first)."""
     from .telemetry import keep_records_up_to
 
-    checkpoint = get_last_checkpoint(str(out_dir)) if out_dir.is_dir() else None
+    contents = refuse_a_used_folder(out_dir, resume, overwrite)
     if resume:
+        checkpoint, incomplete = last_complete_checkpoint(out_dir)
+        for path in incomplete:
+            say(f"note: {path} was cut off while being saved (no trainer_state.json); it is skipped")
         if checkpoint is None:
-            raise InputError("--resume", f"no checkpoint-N folder in {out_dir}")
-        step = int(Path(checkpoint).name.split("-")[-1])
-        for name in (TELEMETRY_FILE, REWARDS_FILE):
+            raise InputError("--resume", f"no complete checkpoint-N folder in {out_dir}")
+        step = int(checkpoint.name.split("-")[-1])
+        for name in (TELEMETRY_FILE, REWARDS_FILE, EVENTS_FILE):
             keep_records_up_to(out_dir / name, step)
-        return Path(checkpoint)
-    for name in (TELEMETRY_FILE, EVENTS_FILE, REWARDS_FILE, SUMMARY_FILE):
+        return checkpoint
+    if contents:
+        say(f"note: --overwrite: removing the earlier run in {out_dir} ({', '.join(contents)})")
+    for name in RUN_FILES:
         (out_dir / name).unlink(missing_ok=True)
-    old_checkpoints = sorted(out_dir.glob("checkpoint-*"))
-    if old_checkpoints:
-        say(f"note: {out_dir} holds checkpoints of an earlier run; they are replaced (--resume continues from them)")
-    for old in old_checkpoints:
-        shutil.rmtree(old)
+    for old in [p for _, p in checkpoints(out_dir)] + [out_dir / FINAL_DIR]:
+        shutil.rmtree(old, ignore_errors=True)
     return None
 
 
 def train(spec_path: Path, options: TrainOptions, say: Callable[[str], None] = print) -> TrainOutcome:
-    """Everything `oomless train` does; returns the outcome (exit code 0 trained, 1 refused)."""
+    """Everything `oomless train` does; returns the outcome (exit code 0 trained, 1 refused,
+    130 stopped by Ctrl-C after saving a checkpoint)."""
+    check_options(options)
     run = fitted_run(spec_path, say) if options.fit else load_run(spec_path)
     if run is None:
         run = load_run(spec_path)
@@ -135,6 +183,7 @@ def train(spec_path: Path, options: TrainOptions, say: Callable[[str], None] = p
     spec = run.spec
     if spec.train is None:
         raise InputError("train", "missing: `oomless train` needs a train section (data, rewards); see examples/tiny-arith.yaml")
+    refuse_a_used_folder(options.output_dir or Path(spec.train.output_dir), options.resume, options.overwrite)
     plan = make_plan(spec, run.arch, run.gpu, run.archs)
     spec = plan.spec  # with the defaults the planner chose (planner.defaults), so the run is the one planned
     for warning in run.warnings:
@@ -168,16 +217,18 @@ def train(spec_path: Path, options: TrainOptions, say: Callable[[str], None] = p
             "(start with `accelerate launch --config_file launch/accelerate.yaml -m oomless train SPEC` on the GPU machines)")
         if machine.device == "cpu":
             notes.append("multi-GPU spec trained in one CPU process here; launch files generated only")
-    checkpoint = prepare_output(out_dir, options.resume, say)
-    from .session import run_session
+    checkpoint = prepare_output(out_dir, options.resume, say, options.overwrite)
+    from .session import SessionOptions, run_session
 
-    outcome = run_session(spec, plan, spec_path.resolve().parent, out_dir, max_steps, checkpoint, machine, options.progress, say)
+    session = SessionOptions(max_steps, checkpoint, options.progress, options.report_to)
+    outcome = run_session(spec, plan, spec_path.resolve().parent, out_dir, session, machine, say)
     return replace(outcome, notes=notes + outcome.notes)
 
 
 def summary_document(outcome: TrainOutcome) -> dict[str, Any]:
     return {
         "exit_code": outcome.exit_code,
+        "interrupted_at_step": outcome.interrupted_at_step,
         "seconds": round(outcome.seconds, 2),
         "plan_vs_actual": outcome.rows,
         "reward_curve": outcome.curve,
@@ -193,4 +244,9 @@ def finish(outcome: TrainOutcome, hooks_rewards: list[dict[str, Any]], summaries
     return outcome
 
 
-__all__ = ["TrainOptions", "TrainOutcome", "train", "summary_document", "EXIT_FITS"]
+def write_summary(outcome: TrainOutcome) -> None:
+    assert outcome.output_dir is not None
+    write_text(outcome.output_dir / SUMMARY_FILE, json.dumps(summary_document(outcome), indent=2))
+
+
+__all__ = ["TrainOptions", "TrainOutcome", "train", "summary_document", "EXIT_FITS", "EXIT_INTERRUPTED"]

@@ -6,16 +6,18 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..errors import EXIT_FITS, InputError
+from ..errors import EXIT_FITS, EXIT_INTERRUPTED, InputError
 from ..planner.plan import Plan
 from ..spec.run import RunSpec
 from . import settings as S
 from .data import drop_long_prompts, load_prompts
+from .files import append_jsonl
 from .devices import cpu_probe, cuda_probe, host_probe, resident_probe
 from .live_bytes import LiveTensorBytes
 from .rewards import build_reward
@@ -23,6 +25,16 @@ from .telemetry import Telemetry, planned_phases, read_jsonl
 from .trainer import STATE_FILE, OomlessGRPOTrainer, RunHooks
 
 SPILL_FILE = "offload-spill.pt"
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    max_steps: int
+    checkpoint: Path | None = None
+    """The checkpoint to resume from (None: a fresh run)."""
+    progress: bool = True
+    report_to: tuple[str, ...] = ("none",)
+    """TRL/transformers loggers (`report_to`); they also receive the plan-vs-measured metrics."""
 
 
 def load_tokenizer(location: str, chat_template: str | None, base_dir: Path) -> Any:
@@ -88,7 +100,8 @@ def _probes(machine: S.Machine, tracker: LiveTensorBytes | None) -> tuple[Callab
 
 
 def build_trainer(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_steps: int, machine: S.Machine,
-                  say: Callable[[str], None], tracker: LiveTensorBytes | None = None) -> OomlessGRPOTrainer:
+                  say: Callable[[str], None], tracker: LiveTensorBytes | None = None,
+                  report_to: tuple[str, ...] = ("none",)) -> OomlessGRPOTrainer:
     """Everything set up, nothing trained. ``tracker`` measures a CPU run."""
     from trl import GRPOConfig
 
@@ -101,7 +114,7 @@ def build_trainer(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_
     if dropped:
         say(f"note: {dropped} prompts longer than lengths.max_prompt_tokens={spec.lengths.max_prompt_tokens} were left out")
     rewards = [build_reward(r, spec.lengths.max_completion_tokens, base_dir) for r in train.rewards]
-    config = GRPOConfig(**S.grpo_config_kwargs(spec, train, machine, str(out_dir), max_steps))
+    config = GRPOConfig(**S.grpo_config_kwargs(spec, train, machine, str(out_dir), max_steps, report_to))
     lora = S.lora_kwargs(spec)
     peft_config = None
     if lora is not None:
@@ -163,47 +176,57 @@ class RewardLog:
     def flush(self) -> None:
         new = self.hooks.rewards[self.written:]
         if new:
-            with self.path.open("a", encoding="utf-8") as sink:
-                sink.writelines(json.dumps(r) + "\n" for r in new)
+            append_jsonl(self.path, new)
             self.written = len(self.hooks.rewards)
 
 
-def run_session(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_steps: int, checkpoint: Path | None,
-                machine: S.Machine, progress: bool, say: Callable[[str], None]) -> Any:
+def run_session(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, options: SessionOptions,
+                machine: S.Machine, say: Callable[[str], None]) -> Any:
+    """Train; returns the outcome (exit code 0, or `EXIT_INTERRUPTED` after Ctrl-C saved a checkpoint)."""
     from transformers import TrainerCallback
+    from transformers.trainer_callback import PrinterCallback
 
+    from .interrupt import StopOnSignal
     from .progress import ProgressBar
-    from .run import TrainOutcome, finish, summary_document
+    from .run import TrainOutcome, finish, write_summary
 
     start = time.perf_counter()
     quiet_libraries()
     if machine.device == "cpu" and spec.train is not None and spec.train.cpu_threads is not None:
         torch.set_num_threads(spec.train.cpu_threads)
+    bar = ProgressBar(enabled=options.progress, fallback=say)
     tracker = LiveTensorBytes() if machine.device == "cpu" else None
-    trainer = build_trainer(spec, plan, base_dir, out_dir, max_steps, machine, say, tracker)
+    trainer = build_trainer(spec, plan, base_dir, out_dir, options.max_steps, machine, bar.say, tracker, options.report_to)
     hooks = trainer.hooks
+    bar.hooks = hooks
     rewards_log = RewardLog(hooks, out_dir / "rewards.jsonl")
 
     class FlushRewards(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             rewards_log.flush()
 
-    from transformers.trainer_callback import PrinterCallback
-
+    stop = StopOnSignal(bar.say)
     trainer.remove_callback(PrinterCallback)  # the log dicts; the progress bar shows the reward
-    trainer.add_callback(FlushRewards())
-    trainer.add_callback(ProgressBar(hooks, enabled=progress))
+    for callback in (FlushRewards(), bar, stop):
+        trainer.add_callback(callback)
+    checkpoint = options.checkpoint
     if checkpoint is None:
         hooks.telemetry.record_now("load", 0)
         hooks.telemetry.flush()
     else:
         restore_micro_batches(trainer, checkpoint)
         say(f"resuming from {checkpoint}")
-    with tracker if tracker is not None else nullcontext():
+    with stop.installed(), tracker if tracker is not None else nullcontext():
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    trainer.save_model(str(out_dir / "final"))
-    outcome = TrainOutcome(EXIT_FITS, plan, out_dir, seconds=time.perf_counter() - start)
+    interrupted = stop.stopped_at_step is not None and stop.stopped_at_step < options.max_steps
+    if not interrupted:
+        trainer.save_model(str(out_dir / "final"))
+    outcome = TrainOutcome(EXIT_INTERRUPTED if interrupted else EXIT_FITS, plan, out_dir, seconds=time.perf_counter() - start)
+    if interrupted:
+        outcome.interrupted_at_step = stop.stopped_at_step
+        outcome.notes.append(f"stopped at step {stop.stopped_at_step} of {options.max_steps}; checkpoint-{stop.stopped_at_step} "
+                             "saved (`oomless train SPEC --resume` continues)")
     outcome.events = read_jsonl(hooks.events_path)
     outcome = finish(outcome, hooks.rewards, hooks.telemetry.summaries)
-    (out_dir / "summary.json").write_text(json.dumps(summary_document(outcome), indent=2), encoding="utf-8")
+    write_summary(outcome)
     return outcome

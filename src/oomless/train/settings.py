@@ -132,8 +132,10 @@ def model_init_kwargs(spec: RunSpec, machine: Machine) -> dict[str, Any]:
     return {"attn_implementation": spec.attention.value, "dtype": weights_dtype(spec, machine)}
 
 
-def grpo_config_kwargs(spec: RunSpec, train: TrainSection, machine: Machine, output_dir: str, max_steps: int) -> dict[str, Any]:
-    """Keyword arguments of `trl.GRPOConfig` for this spec on this machine."""
+def grpo_config_kwargs(spec: RunSpec, train: TrainSection, machine: Machine, output_dir: str, max_steps: int,
+                       report_to: tuple[str, ...] = ("none",)) -> dict[str, Any]:
+    """Keyword arguments of `trl.GRPOConfig` for this spec on this machine; ``report_to``
+    (transformers' loggers: "tensorboard", "wandb", ...) is passed through."""
     layout = batch_layout(spec)
     gpu = machine.device == "cuda"
     mixed = gpu and spec.precision != Precision.bf16
@@ -163,7 +165,7 @@ def grpo_config_kwargs(spec: RunSpec, train: TrainSection, machine: Machine, out
         "bf16": mixed and spec.precision == Precision.bf16_mixed,
         "fp16": mixed and spec.precision == Precision.fp16_mixed,
         "use_cpu": not gpu,
-        "report_to": "none",
+        "report_to": list(report_to),
         "disable_tqdm": True,
         "use_liger_kernel": spec.logits == LogitsMode.fused,
         "model_init_kwargs": model_init_kwargs(spec, machine),

@@ -17,7 +17,9 @@ One JSON object per line, per optimizer step and phase, in the one telemetry sch
 - `resident_bytes`: {PARAM, GRAD, OPT} bytes of the model and optimizer on the training device
   at the phase's end (the category vocabulary of `oomless.memory.components`).
 
-A phase measured more than `OVER_PLAN_TOLERANCE` above its planned bytes is warned about.
+A phase measured over its plan (`oomless.telemetry.is_over_plan`, the rule the table and the
+run chart share) is warned about in GiB: the first time, then at most once per
+`WARN_INTERVAL_SECONDS` per phase and only when its peak is a new high.
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ from typing import Any
 
 from ..memory.components import Category
 from ..planner.plan import Plan
-from ..telemetry import append_records
+from ..telemetry import OVER_PLAN_TOLERANCE, is_over_plan
+from ..units import GiB, format_bytes
+from .files import append_jsonl, write_text
 
-OVER_PLAN_TOLERANCE = 0.10
-"""A measured phase peak more than 10 % above its planned bytes is reported (issue 5)."""
+WARN_INTERVAL_SECONDS = 60.0
+"""Least time between two over-plan warnings of one phase: a run over plan at every step warns
+about once a minute, not once a step."""
 VISIBLE_OTHER_ON_GPU = frozenset({"allocator_fragmentation"})
 """OTHER components that `max_memory_reserved` includes: the allocator's cached free blocks."""
 
@@ -86,7 +91,12 @@ class Telemetry:
     resident: Callable[[], dict[str, int]] = dict
     host: Callable[[], dict[str, int]] = dict
     warn: Callable[[str], None] = print
+    clock: Callable[[], float] = time.monotonic
     summaries: dict[str, PhaseSummary] = field(default_factory=dict)
+    latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The last written record of each phase (what a `report_to` logger is sent)."""
+    _warned: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """Per phase: when the last over-plan warning was given, and the peak it named."""
     _pending: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
     _active: str | None = None
 
@@ -140,25 +150,48 @@ class Telemetry:
         """Write the pending records (a finished step) and check each against the plan."""
         if not self._pending:
             return
-        append_records(self.path, self._pending.values())
+        append_jsonl(self.path, self._pending.values(), schema=True)
         for record in self._pending.values():
             self._summarise(record)
         self._pending.clear()
 
     def _summarise(self, record: dict[str, Any]) -> None:
         name, planned = record["phase"], record["planned_bytes"]
+        self.latest[name] = record
         summary = self.summaries.setdefault(name, PhaseSummary(name, planned))
         summary.peak_bytes = max(summary.peak_bytes, record["peak_bytes"])
         summary.num_steps += 1
         summary.seconds += record["seconds"]
-        if planned and record["peak_bytes"] > planned * (1 + OVER_PLAN_TOLERANCE):
+        if is_over_plan(record["peak_bytes"], planned):
             summary.num_over_plan += 1
-            if summary.num_over_plan == 1:
-                over = 100 * (record["peak_bytes"] / planned - 1)
-                self.warn(
-                    f"step {record['step']}: phase {name} peaked at {record['peak_bytes']:,} B, "
-                    f"{over:.0f} % above its planned {planned:,} B (warned once per phase)"
-                )
+            self._warn_over_plan(record, summary)
+
+    def _warn_over_plan(self, record: dict[str, Any], summary: PhaseSummary) -> None:
+        name, peak, planned = record["phase"], record["peak_bytes"], record["planned_bytes"]
+        now = self.clock()
+        last = self._warned.get(name)
+        if last is not None and (now - last[0] < WARN_INTERVAL_SECONDS or peak <= last[1]):
+            return
+        self._warned[name] = (now, peak)
+        self.warn(
+            f"step {record['step']}: phase {name} peaked at {format_bytes(peak)}, {100 * (peak / planned - 1):.0f} % "
+            f"over its planned {format_bytes(planned)} ({summary.num_over_plan}/{summary.num_steps} steps over plan "
+            f"so far; over plan = more than {100 * OVER_PLAN_TOLERANCE:.0f} % above)"
+        )
+
+
+def memory_metrics(latest: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Scalars for a training logger: per phase, the last step's measured peak and planned
+    bytes in GiB and their ratio (`memory/<phase>_peak_gib`, `_planned_gib`,
+    `_measured_over_planned`)."""
+    out: dict[str, float] = {}
+    for name, record in latest.items():
+        peak, planned = record["peak_bytes"], record.get("planned_bytes")
+        out[f"memory/{name}_peak_gib"] = peak / GiB
+        if planned:
+            out[f"memory/{name}_planned_gib"] = planned / GiB
+            out[f"memory/{name}_measured_over_planned"] = peak / planned
+    return out
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -170,5 +203,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def keep_records_up_to(path: Path, step: int) -> None:
     """On resume: drop records of steps after the checkpoint (they will be run again)."""
+    if not path.exists():
+        return
     kept = [r for r in read_jsonl(path) if r.get("step", 0) <= step]
-    path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    write_text(path, "".join(json.dumps(r) + "\n" for r in kept))

@@ -31,8 +31,9 @@ from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from .batching import halve, loss_weight, micro_batch_ranges
+from .files import append_jsonl, write_text
 from .offload import RolloutOffload
-from .telemetry import Telemetry
+from .telemetry import Telemetry, memory_metrics
 
 STATE_FILE = "oomless_state.json"
 """Saved in every checkpoint: the micro-batch sizes after any out-of-memory re-split."""
@@ -83,10 +84,14 @@ class OomlessGRPOTrainer(GRPOTrainer):
         return self.state.global_step + 1
 
     def record_event(self, **event: Any) -> None:
-        event = {"step": self.step_number(), "time": time.time(), **event}
-        self.hooks.events_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.hooks.events_path.open("a", encoding="utf-8") as sink:
-            sink.write(json.dumps(event) + "\n")
+        append_jsonl(self.hooks.events_path, [{"step": self.step_number(), "time": time.time(), **event}])
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """TRL's log, with the plan-vs-measured memory of each phase's last step added: the
+        loggers of `report_to` (TensorBoard, wandb) chart them beside the loss and reward."""
+        if self.model.training:
+            logs = {**logs, **memory_metrics(self.hooks.telemetry.latest)}
+        super().log(logs, start_time)
 
     def _free_device_cache(self) -> None:
         if torch.cuda.is_available():
@@ -230,7 +235,7 @@ class PhaseCallback(TrainerCallback):
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if folder.is_dir():
-            (folder / STATE_FILE).write_text(json.dumps({
+            write_text(folder / STATE_FILE, json.dumps({
                 "micro_batch_size": self.trainer.micro_batch_size,
                 "logprob_micro_batch_size": self.trainer.logprob_micro_batch_size,
-            }), encoding="utf-8")
+            }))
