@@ -7,7 +7,7 @@ inside commands so `oomless --help` starts fast.
 Terminal conventions: `-h`/`--help` and `--version` on the root and on every command; output
 width and colour are rich's own detection (`COLUMNS`, the terminal's size, no colour when
 stdout is not a terminal or `NO_COLOR` is set); a closed pipe (`oomless plan x.yaml | head -1`)
-ends the output quietly and keeps the command's exit code (`_PipeSafeStdout`).
+ends the output quietly and keeps the command's exit code (`_PipeSafeRaw`).
 """
 
 from __future__ import annotations
