@@ -25,6 +25,8 @@ class Layout:
     label: str
     overrides: Overrides
     groups: tuple[Group, ...]
+    fallback: bool = False
+    """Searched only when no other layout fits (HF generate for a vLLM run: far slower decoding)."""
 
     @property
     def train_ranks_per_node(self) -> int:
@@ -57,20 +59,22 @@ false): no engine budget, slower generation."""
 
 def layouts(spec: RunSpec) -> list[Layout]:
     """The input's layout first, then vLLM colocated on every GPU, vLLM on k GPUs of its own,
-    and generation by the trainer itself (HF generate). The rollout engine changes how
-    completions are sampled, not what is trained on them."""
+    and generation by the trainer itself (HF generate; for a vLLM run a fallback, searched
+    when no vLLM layout fits). The rollout engine changes how completions are sampled, not
+    what is trained on them."""
     out = [Layout("as given", {}, placement_groups(spec))]
     gpus = spec.hardware.gpus_per_node
     candidates = [("vLLM colocated on all GPUs", {"rollout.engine": RolloutEngine.vllm_colocate, "placement.groups": None})]
     counts = sorted({k for k in (*SEPARATE_GPU_COUNTS, spec.rollout.num_gpus) if 1 <= k < gpus})
     candidates += [(f"vLLM on {k} GPU{'s' if k > 1 else ''} per node of its own", _separate(k)) for k in counts]
     candidates.append(("HF generate in the trainer (no vLLM)", HF_GENERATE))
+    fallback = spec.rollout.engine != RolloutEngine.hf
     seen = {out[0].groups}
     for label, overrides in candidates:
         groups = placement_groups(apply(spec, overrides))
         if groups not in seen:
             seen.add(groups)
-            out.append(Layout(label, overrides, groups))
+            out.append(Layout(label, overrides, groups, fallback and overrides is HF_GENERATE))
     return out
 
 

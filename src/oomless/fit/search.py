@@ -168,11 +168,13 @@ class _Search:
         self.stats = SearchStats()
         self.lam: float | None = None
 
-    def regions(self, math: MathSetting) -> list[tuple[str, Region]]:
+    def regions(self, math: MathSetting, fallback: bool = False) -> list[tuple[str, Region]]:
         spec = apply(self.run.spec, math.overrides)
         ranks_in = layouts(self.run.spec)[0].train_ranks_per_node * self.run.spec.hardware.num_nodes
         out = []
         for layout in layouts(spec):
+            if layout.fallback != fallback:
+                continue
             ranks_out = layout.train_ranks_per_node * spec.hardware.num_nodes
             splits = batch_splits(self.run.spec, ranks_in, ranks_out, math.batch_scale)
             if not splits:
@@ -188,9 +190,9 @@ class _Search:
                 out.append((label, Region(self.ctx, base, fs)))
         return out
 
-    def candidates(self, math: MathSetting) -> list[tuple[float, Overrides, str]]:
+    def candidates(self, math: MathSetting, fallback: bool = False) -> list[tuple[float, Overrides, str]]:
         found = []
-        for label, region in self.regions(math):
+        for label, region in self.regions(math, fallback):
             region.verify()
             self.stats.regions += 1
             self.stats.plans += region.num_plans
@@ -337,8 +339,11 @@ def fit(run: ResolvedRun, raw: dict[str, Any], base_dir: Path, options: FitOptio
     input_plan = search.ctx.plan(run.spec)
     chosen: list[Choice] = []
     for level, settings in enumerate(math_levels(run.spec, run.arch, options.allow)):
-        found = sorted((c for math in settings for c in search.candidates(math)), key=lambda f: f[0])
-        chosen = search.winners(found)
+        for fallback in (False, True):  # fallback layouts only when nothing else fits
+            found = sorted((c for math in settings for c in search.candidates(math, fallback)), key=lambda f: f[0])
+            chosen = search.winners(found)
+            if chosen:
+                break
         search.stats.math_level = level
         if chosen:
             break
