@@ -124,3 +124,17 @@ def test_new_kinds_say_what_to_change() -> None:
     assert "SIGKILL" in killed.cause and "OOM killer" in killed.cause and killed.fixes
     ray_task = diagnose(next(e for e in ENTRIES if e.id == "torch-ray-task-error").render())
     assert "WorkerDict.actor_rollout_generate_sequences" in ray_task.cause and ray_task.phase.detail == "generate"
+
+
+def test_a_torch_oom_chained_to_vllm_warm_up_gets_the_warm_up_fixes() -> None:
+    # vLLM re-raises the allocator's error from `_dummy_sampler_run` ("The above exception was the
+    # direct cause ..."): the allocator's message keeps its sizes, the warm-up names the knobs.
+    torch = next(e for e in ENTRIES if e.id == "torch-cuda-current").render()
+    warmup = next(e for e in ENTRIES if e.id == "vllm-sampler-warmup").render()
+    frame = '  File "/opt/vllm/vllm/v1/worker/gpu_model_runner.py", line 2460, in _dummy_sampler_run\n    out = self.sampler(logits)\n'
+    for text in (f"Traceback (most recent call last):\n{frame}{torch}\n\nThe above exception was the direct cause of the "
+                 f"following exception:\n\n{warmup}\n", f"{torch}\n{warmup}\n"):
+        d = diagnose(text)
+        assert d.primary.kind == Kind.torch_gpu_oom and d.primary.numbers
+        assert (d.phase.phase, d.phase.detail) == ("load", "sampler_warmup")
+        assert d.fixes[0].knob == "rollout.max_num_seqs"

@@ -87,6 +87,8 @@ def torch_cause(f: Finding, phase: PhaseGuess) -> str:
 def torch_fixes(f: Finding, phase: PhaseGuess) -> tuple[F.Fix, ...]:
     n = f.numbers
     out = list(F.phase_fixes(phase.phase, phase.detail))
+    if phase.detail == "sampler_warmup":  # vLLM's warm-up after the KV cache took its budget
+        out = [F.MAX_SEQS, F.UTIL_LOWER, *F.phase_fixes("load", "engine_start")]
     cap, req = n.get("capacity_bytes"), n.get("requested_bytes") or 0
     unallocated = n.get("reserved_unallocated_bytes", n.get("cached_bytes"))
     if unallocated is not None and cap and unallocated > max(req, FRAGMENTATION_FRACTION * cap):

@@ -59,7 +59,7 @@ RULES: tuple[Rule, ...] = (
     # rlhf_trainer (`_move_model_to_vllm`); DeepSpeed engine.py / stage3.py / stage_1_and_2.py.
     _r("rollout", "wake_up", True, "wake_up _wake_up resume_memory_occupation", line=r"\.wake_up\("),
     # vLLM warms up its sampler/pooler at engine start (vllm/v1/worker/gpu_model_runner.py)
-    _r("load", "engine_start", True, "_dummy_sampler_run _dummy_pooler_run compile_or_warm_up_model",
+    _r("load", "sampler_warmup", True, "_dummy_sampler_run _dummy_pooler_run",
        line=r"occurred when warming up (?:sampler|pooler)"),
     _r("weight_sync", None, True,
        "_move_model_to_vllm move_model_to_vllm _sync_weights sync_weights sync_model_weights update_weights "
