@@ -63,6 +63,8 @@ EXPECTED_SURFACE = {
         ("maximize_path", ("--maximize",), "option", False, None),
         ("top", ("--top",), "option", False, 5),
         ("write", ("--write",), "option", False, None),
+        ("in_place", ("--in-place",), "option", False, False),
+        ("overwrite", ("--overwrite",), "option", False, False),
         ("export", ("--export",), "option", False, None),
         ("as_json", ("--json",), "option", False, False),
     ],

@@ -56,7 +56,7 @@ def fit_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="With --from: replace existing copies in --write DIR (or FILE.bak)."),
     export: str = typer.Option(
         None, "--export", metavar="FRAMEWORK",
-        help="Also emit the best configuration for a framework (swift, trl, verl, easyr1, openrlhf, orz) into "
+        help="Also emit the best configuration for a framework (swift, trl, verl, easyr1, openrlhf, orz, vlmr1) into "
         "FILE-FRAMEWORK/ next to --write, else SPEC-fit-FRAMEWORK/ in the current directory.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as a JSON document."),
