@@ -59,8 +59,14 @@ def test_hydra_overrides_edited_or_appended_before_trailing_args() -> None:
     out = patch_shell(text, {keys[0]: 0.4, keys[1]: True, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2},
                       "hydra", "run.sh", keys)
     assert "    actor_rollout_ref.rollout.gpu_memory_utilization=0.4 \\\n" in out
-    assert "    +actor_rollout_ref.model.use_fused_kernels=true \\\n" in out
+    assert "    +actor_rollout_ref.model.use_fused_kernels=True \\\n" in out  # the script's spelling kept
     assert out.endswith("    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \\\n    \"$@\"\n")
+
+
+def test_append_before_a_trailing_args_word_on_the_same_line() -> None:
+    text = "python3 -m verl.trainer.main_ppo \\\n    a.b=1 \\\n    c.d=2 $@\n"
+    out = patch_shell(text, {"e.f": 3}, "hydra", "run.sh", ["a.b", "c.d"])
+    assert out == "python3 -m verl.trainer.main_ppo \\\n    a.b=1 \\\n    c.d=2 \\\n    e.f=3 $@\n"
 
 
 def test_the_training_command_is_the_one_setting_most_keys() -> None:

@@ -119,14 +119,14 @@ class _Command:
         return i + 1, j
 
     def append_point(self) -> tuple[int, str, str]:
-        """(offset, text before, text after) to add a word: after the last word, or before a
-        trailing `"$@"`; on a new continued line when the command is written over lines."""
+        """(offset, text before, text after) to add a word: after the last word, or after the
+        word before a trailing `"$@"`; on a new continued line when the command is written over lines."""
         last = self.words[-1]
         multiline = "\\\n" in self.text[self.words[0].start:last.end]
         indent = line_indent(self.text, last.start) if multiline else ""
         sep = f" \\\n{indent}" if multiline else " "
         if _unquoted(last.text) in ("$@", "${@}") and len(self.words) > 1:
-            return last.start, "", sep
+            return self.words[-2].end, sep, ""
         return last.end, sep, ""
 
 
@@ -193,8 +193,11 @@ def _hydra_edit(command: _Command, key: str, value: Any, edits: list[Edit], appe
         _remove(command, i, i + 1, edits)
         return
     w = command.words[i]
-    prefix = _unquoted(w.text).split("=", 1)[0]
-    edits.append(Edit(w.start, w.end, f"{prefix}={hydra_value(value)}"))
+    prefix, old = _unquoted(w.text).split("=", 1)
+    text = hydra_value(value)
+    if isinstance(value, bool) and old in ("True", "False"):
+        text = text.capitalize()  # the script's own spelling of booleans
+    edits.append(Edit(w.start, w.end, f"{prefix}={text}"))
 
 
 def _flag_edit(command: _Command, key: str, value: Any, style: str, edits: list[Edit], appended: list[str]) -> None:
