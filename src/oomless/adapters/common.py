@@ -178,6 +178,11 @@ def collect_unexpressed(fallback: Any = None) -> Iterator[list[tuple[str, str]]]
         _FALLBACK.reset(fallback_token)
 
 
+def fallback_spec() -> Any:
+    """The run `collect_unexpressed` falls back to (None outside it, or when it has none)."""
+    return _FALLBACK.get()
+
+
 def cannot_express(dotted: str, why: str) -> None:
     """A writer cannot say the spec's value at ``dotted``: an InputError, or recorded inside
     `collect_unexpressed` (the writer then goes on with its fallback)."""

@@ -153,7 +153,8 @@ def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: A
     _, dialect, f, old_values = best
     new_values, unexpressed = settings(module, new_spec, dialect, fallback=old_spec)
     _, old_unexpressed = settings(module, old_spec, dialect)
-    wanted = {k: new_values.get(k) for k in [*new_values, *old_values] if new_values.get(k) != old_values.get(k)}
+    wanted = {k: new_values.get(k) for k in [*new_values, *old_values]
+              if new_values.get(k) != old_values.get(k) and not (new_values.get(k) is None and f.value(k) is None)}
     changes = tuple(NativeChange(k, f.value(k), v, _shown(style, k, f.value(k), v)) for k, v in wanted.items())
     patched = f.patch(wanted, list(old_values)) if wanted else text
     known = {field for field, _ in old_unexpressed}

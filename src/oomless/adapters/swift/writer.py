@@ -85,15 +85,22 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = SF.LATEST) -> dict
     """`swift rlhf` flag → value for ms-swift ``dialect``: the flags `render` writes, and what
     `fit --from swift --write` patches into the user's script (one mapping for both). A section
     the release cannot express is recorded with `common.cannot_express` and left out."""
-    from ..common import cannot_express
+    from ..common import cannot_express, fallback_spec
 
     arch, profile, out = load_model(spec.model), SF.Profile(dialect), {}
-    for section in (lambda: _finetune(spec, profile), lambda: _precision_and_distribution(spec, profile, {}),
-                    lambda: _training(spec, arch, profile), lambda: _rollout(spec, arch, profile)[2]):
+    sections = (lambda s: _finetune(s, profile), lambda s: _precision_and_distribution(s, profile, {}),
+                lambda s: _training(s, arch, profile), lambda s: _rollout(s, arch, profile)[2])
+    for section in sections:
         try:
-            out.update(section())
+            out.update(section(spec))
         except _CannotExpress as err:
             cannot_express(err.field, f"ms-swift {version_text(dialect)} cannot express {err.why}")
+            previous = fallback_spec()
+            if previous is not None:  # the section as the run had it (inside collect_unexpressed)
+                try:
+                    out.update(section(previous))
+                except _CannotExpress:
+                    pass
     return out
 
 
