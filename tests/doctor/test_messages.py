@@ -137,4 +137,5 @@ def test_a_torch_oom_chained_to_vllm_warm_up_gets_the_warm_up_fixes() -> None:
         d = diagnose(text)
         assert d.primary.kind == Kind.torch_gpu_oom and d.primary.numbers
         assert (d.phase.phase, d.phase.detail) == ("load", "sampler_warmup")
-        assert d.fixes[0].knob == "rollout.max_num_seqs"
+        knobs = [f.knob for f in d.fixes]  # (expandable segments may lead: 4.87 GiB cached > 5 % of the GPU)
+        assert "rollout.max_num_seqs" in knobs[:2] and knobs.index("rollout.max_num_seqs") < knobs.index("rollout.gpu_memory_utilization")
