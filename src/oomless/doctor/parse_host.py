@@ -207,6 +207,8 @@ def kernel_oom_kill(text: str) -> Iterator[Finding]:
 #     local_rank: R (pid: N) of binary: …"; torch/multiprocessing/spawn.py: "process R
 #     terminated with signal SIGKILL".
 #   deepspeed/launcher/launch.py (0.16): "[…] exits with return code = -9".
+#   zsh Src/jobs.c (`printjob`; sigmsg "killed" from Src/signames2.awk; zsh at 2564174): "zsh: "
+#     then "killed" padded and the command for the current job, "[%ld]  %c killed  command" else.
 
 _SIGNAL_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("torchrun", re.compile(r"failed \(exitcode: -9\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")),
@@ -222,6 +224,8 @@ _SIGNAL_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _SHELL = re.compile(r"line (\d+):[ \t]+(\d+) Killed[ \t]+([^\n]{0,300})")
 _SHELL_JOB = re.compile(r"^\[\d+\][+\- ][ \t]+Killed[ \t]+([^\n]{0,300})")
+_ZSH = (("zsh", re.compile(r"zsh: killed[ \t]+([^\n]{0,300})")),
+        ("zsh_job", re.compile(r"\[\d{1,6}\]  [+\- ] killed[ \t]+([^\n]{0,300})")))
 _COMMAND = re.compile(r"Command '([^\n]{0,500})' died with")
 MAX_KILLED_WORDS = 5_000
 """Occurrences of the word "Killed" examined per log (a dmesg dump repeats it)."""
@@ -255,6 +259,10 @@ def _shell_killed(text: str) -> Iterator[Finding]:
 def process_killed(text: str) -> Iterator[Finding]:
     if "Killed" in text:
         yield from _shell_killed(text)
+    if " killed" in text:
+        for variant, pattern in _ZSH:
+            for m in pattern.finditer(text):
+                yield make(Kind.process_killed, variant, text, m.start(), {}, {"command": m.group(1).strip()})
     for variant, pattern in _SIGNAL_FORMS:
         for m in pattern.finditer(text):
             groups = m.groupdict()
