@@ -28,6 +28,10 @@ CASES = [
     *[("qwen2", "sdpa", gc, "full_bf16", (1, 101, 30)) for gc in (True, False)],
     *[("llama", attention, gc, "full_bf16", (2, 96, 32)) for attention in ("flash_attention_2", "eager") for gc in (True, False)],
     *[("qwen2", "sdpa", gc, logits, (2, 96, 32)) for logits in ("full_fp32", "chunked") for gc in (True, False)],
+    # TRL >= 1.0's tiled LM head (trace/tiled_head.py): untied and tied heads, a one-sequence view, a soft-capped head
+    *[(family, "sdpa", gc, "chunked_head", shape) for family, shape in (("qwen2", (2, 96, 32)), ("qwen2", (1, 101, 30)),
+                                                                      ("llama", (2, 96, 32))) for gc in (True, False)],
+    ("gemma3_text", "eager", False, "chunked_head", (1, 180, 60)),
     ("qwen3_moe", "flash_attention_2", True, "full_bf16", (1, 180, 60)),
     # fused q/k/v without GQA (sdpa keeps the fused output, eager copies v), LayerNorm, plain MLP
     *[("gpt_neox", attention, gc, "full_bf16", (2, 96, 32)) for attention in ("flash_attention_2", "eager")

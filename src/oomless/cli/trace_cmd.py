@@ -1,9 +1,13 @@
 """`oomless trace SPEC`: the exact memory of the spec's training step, traced on fake tensors.
 
-Builds the model from its config.json (no download, no GPU), runs one GRPO step — no-grad
-log-prob forward, training forward, loss, backward, first optimizer step — and reports the peak
+Builds the model from its config.json (no download, no GPU), runs one policy update of the
+spec's algorithm (GRPO, DAPO, RLOO, or PPO's actor) — no-grad log-prob forward, training
+forward, loss, backward, first optimizer step — in every logits mode but Liger's `fused`, and
+reports the peak
 live bytes per category, the moment of the peak, the modules whose tensors fill it, and the
 plan's prediction of the same step's training activation peak next to the traced one.
+The trace is one process holding one unsharded replica; under ZeRO/FSDP the header and the
+JSON (`scope`) say which categories each real rank would hold only a shard of.
 
 Examples:
     oomless trace examples/seeds/s1-after.yaml
@@ -94,7 +98,9 @@ def trace_command(
         from ..trace import require_torch
 
         require_torch()
-        from ..trace.compare import predict, setup_from_spec
+        import dataclasses
+
+        from ..trace.compare import predict, setup_from_spec, trace_scope
         from ..trace.model import raw_config
         from ..trace.step import run_trace
 
@@ -111,6 +117,7 @@ def trace_command(
         for line in (*run.warnings, *notes):
             typer.echo(f"warning: {line}", err=True)
         result = run_trace(raw_config(run.arch), setup_from_spec(run.spec, run.arch), chunk_rows=run.spec.logits_chunk_rows)
+        result = dataclasses.replace(result, scope=trace_scope(run.spec))
         prediction = predict(run.spec, run.arch, run.gpu)
         if as_json:
             typer.echo(json.dumps(_document(result, prediction), indent=2))
@@ -137,16 +144,18 @@ def _document(result: TraceResult, prediction: Prediction) -> dict[str, Any]:
 
 
 def _render(result: TraceResult, prediction: Prediction) -> None:
-    from ..trace.compare import relative_difference
+    from ..spec.enums import Algorithm
+    from ..trace.compare import ALGORITHM_STEPS, relative_difference
     from ..units import format_bytes
 
     s, peak, act = result.setup, result.peak, result.activation_peak
     typer.echo(
-        f"{s.model}: GRPO step of {s.num_sequences} × ({s.prompt_len} + {s.completion_len}) tokens, {s.finetune}, "
+        f"{s.model}: {ALGORITHM_STEPS[Algorithm(s.algorithm)]} of {s.num_sequences} × ({s.prompt_len} + {s.completion_len}) tokens, {s.finetune}, "
         f"{s.attention}, {'checkpointing' if s.checkpointing else 'no checkpointing'}, logits {s.logits}, "
         f"{s.optimizer} {s.precision} — traced on fake tensors in {result.seconds:.1f} s "
         f"(torch {result.versions.get('torch')}, transformers {result.versions.get('transformers')})"
     )
+    typer.echo(f"Traced: {result.scope.statement}")
     typer.echo(f"\nPeak of the step: {format_bytes(peak.total_bytes)} in {peak.region} ({peak.module or '-'}: {peak.op})")
     for cat, num in sorted(peak.by_category.items(), key=lambda kv: -kv[1]):
         typer.echo(f"  {cat:6s} {format_bytes(num):>12s}")

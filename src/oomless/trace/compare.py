@@ -16,9 +16,29 @@ from ..catalog.gpus import GpuSpec
 from ..catalog.models import ModelArch
 from ..memory.components import Category
 from ..planner.plan import Plan, make_plan
+from ..planner.roles import placement_groups
+from ..spec.enums import Algorithm, Role, Strategy
 from ..spec.load import parse_spec
 from ..spec.run import RunSpec
-from .result import TraceSetup
+from .result import TraceScope, TraceSetup
+
+SHARDED_BY_STRATEGY = {
+    Strategy.ddp: (),
+    Strategy.zero1: (Category.OPT.value,),
+    Strategy.zero2: (Category.GRAD.value, Category.OPT.value),
+    Strategy.zero3: (Category.PARAM.value, Category.GRAD.value, Category.OPT.value),
+    Strategy.fsdp: (Category.PARAM.value, Category.GRAD.value, Category.OPT.value),
+}
+"""What each rank holds 1/N of. Source: Rajbhandari et al., ZeRO (SC'20) §5 (stage 1 optimizer
+states, 2 + gradients, 3 + parameters); FSDP FULL_SHARD shards like stage 3 (PyTorch FSDP docs)."""
+ALGORITHM_STEPS = {
+    Algorithm.grpo: "GRPO step",
+    Algorithm.dapo: "DAPO step (GRPO's clipped loss)",
+    Algorithm.rloo: "RLOO step (GRPO's clipped loss)",
+    Algorithm.ppo: "PPO actor step (clipped policy loss; the critic's step is not traced)",
+}
+"""What the traced step is for each algorithm: the policy's clipped-ratio update, which every
+one of them runs (PPO's advantages come from a critic, whose own forward/backward is not traced)."""
 
 TRACE_CAPACITY_GIB = 1024
 """The capacity given to the plan made for a trace-only setup: large, since only the train
@@ -64,7 +84,7 @@ def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
     the vision tower is not traced), attention, checkpointing, logits mode and optimizer."""
     ft = spec.finetune
     return TraceSetup(
-        model=spec.model, model_type=arch.text_model_type, num_sequences=spec.batch.micro_batch_size,
+        model=spec.model, model_type=arch.text_model_type, algorithm=spec.algorithm.value, num_sequences=spec.batch.micro_batch_size,
         logprob_sequences=spec.logprob_micro_batch_size, prompt_len=spec.lengths.max_prompt_tokens,
         completion_len=spec.lengths.max_completion_tokens, attention=spec.attention.value,
         checkpointing=spec.gradient_checkpointing, logits=spec.logits.value, optimizer=spec.optimizer.value,
@@ -72,6 +92,16 @@ def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
         lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout,
         lora_targets=ft.lora_targets if isinstance(ft.lora_targets, str) else tuple(ft.lora_targets),
     )
+
+
+def trace_scope(spec: RunSpec) -> TraceScope:
+    """What the trace stands for: always one process holding one whole (unsharded) replica; the
+    spec's strategy and actor GPUs say which categories each real rank would hold 1/N of."""
+    group = next(g for g in placement_groups(spec) if Role.actor in g.roles)
+    num_gpus = group.gpus_per_node * spec.hardware.num_nodes
+    strategy = spec.distribution.strategy
+    return TraceScope(strategy=strategy.value, num_training_gpus=num_gpus,
+                      sharded_categories=SHARDED_BY_STRATEGY[strategy] if num_gpus > 1 else ())
 
 
 def train_phase_prediction(plan: Plan) -> Prediction:

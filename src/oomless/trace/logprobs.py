@@ -15,11 +15,12 @@ temperature (``logits / temperature``, a copy), then:
   ``logits_chunk_rows`` rows, and each chunk runs `log_softmax(chunk.float()).gather(...)` under
   non-reentrant `torch.utils.checkpoint`, so fp32 work exists one chunk at a time, in forward
   and backward.
-- ``fused`` (Liger's fused linear GRPO loss) runs Triton kernels and is not traced.
-
-Known limitation: TRL ≥ 1.0 computes log-probs with `add_fused_lm_head` (the LM head is applied
-in tiles of 32,768 positions; logits never exist in full); that path is not one of the spec's
-modes yet and is not traced.
+- ``chunked_head``: TRL ≥ 1.0's `add_fused_lm_head`: the backbone's hidden states go through
+  the LM head in tiles (logits never exist whole), traced as its CUDA path allocates
+  (`tiled_head`).
+- ``fused`` (Liger's fused linear GRPO loss) runs Triton kernels on one sequence at a time and
+  is not traced: the planner's formula for it (`memory.logits.FUSED_SEQUENCE_BYTES_PER_LOGIT`)
+  stands alone.
 """
 
 from __future__ import annotations
@@ -80,11 +81,9 @@ def chunked_log_softmax(logits: torch.Tensor, index: torch.Tensor, chunk_rows: i
 
 def check_traceable(mode: LogitsMode) -> None:
     if mode == LogitsMode.fused:
-        raise InputError("logits", "fused (Liger Triton kernels) is not traced; trace full_bf16, full_fp32 or chunked")
-    if mode == LogitsMode.chunked_head:
         raise InputError(
-            "logits", "chunked_head (TRL 1.x tiled LM head) is not traced on fake tensors; it is validated on real "
-            "steps (docs/validation.md); trace full_bf16, full_fp32 or chunked"
+            "logits", "fused (Liger's Triton kernels, which have no fake-tensor form) is not traced; trace "
+            "full_bf16, full_fp32, chunked or chunked_head"
         )
 
 
@@ -93,6 +92,10 @@ def per_token_logps(
     mode: LogitsMode, chunk_rows: int,
 ) -> torch.Tensor:
     check_traceable(mode)
+    if mode == LogitsMode.chunked_head:
+        from .tiled_head import tiled_head_logps
+
+        return tiled_head_logps(model, input_ids, attention_mask, completion_len)
     logits = completion_logits(model, input_ids, attention_mask, completion_len, upcast=mode == LogitsMode.full_fp32)
     logits = logits / TEMPERATURE
     labels = input_ids[:, -completion_len:]

@@ -45,6 +45,31 @@ class PeakMoment:
 
 
 @dataclass(frozen=True)
+class TraceScope:
+    """What one trace stands for. The tracer runs one process on one device with the whole
+    model, gradients and optimizer states: one unsharded replica. Under ZeRO/FSDP over N GPUs
+    each rank holds 1/N of ``sharded_categories``, which this trace does not show."""
+
+    strategy: str = "ddp"
+    num_training_gpus: int = 1
+    sharded_categories: tuple[str, ...] = ()
+
+    @property
+    def statement(self) -> str:
+        if not self.sharded_categories:
+            ranks = f"each of the {self.num_training_gpus} DDP ranks" if self.num_training_gpus > 1 else "the one GPU"
+            return f"one process, one device, nothing sharded: what {ranks} holds"
+        return (f"one unsharded replica (one process, one device): {', '.join(self.sharded_categories)} whole; under "
+                f"{self.strategy} over {self.num_training_gpus} GPUs each rank holds 1/{self.num_training_gpus} of them "
+                "(not traced; the plan shards them)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"replica": "unsharded", "num_processes": 1, "strategy": self.strategy,
+                "num_training_gpus": self.num_training_gpus, "sharded_categories": list(self.sharded_categories),
+                "statement": self.statement}
+
+
+@dataclass(frozen=True)
 class TraceSetup:
     model: str
     model_type: str
@@ -63,6 +88,8 @@ class TraceSetup:
     lora_alpha: float = 32
     lora_dropout: float = 0.0
     lora_targets: tuple[str, ...] | str = "all-linear"
+    algorithm: str = "grpo"
+    """The spec's algorithm; the traced step is its policy update (`compare.ALGORITHM_STEPS`)."""
 
     @property
     def lora(self) -> dict[str, Any] | None:
@@ -89,10 +116,12 @@ class TraceResult:
     """ACT + TEMP alive when the training forward returned, by module (what autograd saved)."""
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    scope: TraceScope = field(default_factory=TraceScope)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "setup": {**self.setup.__dict__, "seq_len": self.setup.seq_len},
+            "scope": self.scope.to_dict(),
             "peak": self.peak.to_dict(),
             "training_activation_peak": self.activation_peak.to_dict(),
             "regions": {name: p.to_dict() for name, p in self.region_peaks.items()},

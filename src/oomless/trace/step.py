@@ -85,6 +85,16 @@ def _check(setup: TraceSetup) -> None:
         raise InputError("finetune.method", "qlora (bitsandbytes 4-bit kernels) is not traced; trace full or lora")
 
 
+def forward_end(model: torch.nn.Module, mode: LogitsMode) -> torch.nn.Module:
+    """The module whose return ends the training forward: the whole model, or the backbone when
+    the tiled head (`chunked_head`) projects its hidden states in the loss."""
+    if mode == LogitsMode.chunked_head:
+        from .tiled_head import backbone
+
+        return backbone(model)
+    return model
+
+
 def run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int = 2048,
               inspect: Callable[[StorageTracker], None] | None = None) -> TraceResult:
     """Build the model from ``config`` on fake tensors and trace one step of ``setup``
@@ -127,7 +137,7 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             with torch.no_grad():
                 per_token_logps(model, probe["input_ids"], probe["attention_mask"], setup.completion_len, mode, chunk_rows)
             tracker.set_region("forward")
-            hook = model.register_forward_hook(forward_done)
+            hook = forward_end(model, mode).register_forward_hook(forward_done)
             logps = per_token_logps(model, train["input_ids"], train["attention_mask"], setup.completion_len, mode, chunk_rows)
             hook.remove()
             loss = grpo_loss(logps, train["ref_logps"], train["advantages"], train["completion_mask"], setup.kl_beta)
