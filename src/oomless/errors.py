@@ -23,13 +23,18 @@ EXIT_INTERRUPTED = 130
 """Stopped by Ctrl-C (128 + SIGINT, the shell convention)."""
 
 
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+"""Every character `str.splitlines` breaks on, written as its escape: a field or a message
+that quotes user input (a key holding a newline, a script's statement) stays one line."""
+
+
 class InputError(ValueError):
     """Bad user input; ``str(err)`` is a single line ready to print."""
 
     def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field.translate(_LINE_BREAKS)
+        self.message = message.translate(_LINE_BREAKS)
+        super().__init__(f"{self.field}: {self.message}" if field else self.message)
 
 
 def closest_names(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
