@@ -215,8 +215,8 @@ def cosmetic(draw: st.DrawFn, text: str) -> str:
     prefix = draw(st.sampled_from(["", *PREFIXES[:4]]))
     lines = [prefix + line for line in text.split("\n")]
     out = draw(st.sampled_from(["\n", "\r\n", "\r"])).join(lines)
-    for _ in range(draw(st.integers(0, 6))):
-        i = draw(st.integers(0, len(out)))
+    at = sorted(draw(st.lists(st.integers(0, len(out)), max_size=6)), reverse=True)
+    for i in at:  # positions in the text itself: a terminal never writes a code inside a code
         out = out[:i] + draw(st.sampled_from(ANSI[:4])) + out[i:]
     return out
 

@@ -15,6 +15,7 @@ substitutions; nesting 50 to 3,000 deep (brackets, YAML, JSON); junk lines.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 from dataclasses import dataclass
@@ -94,6 +95,13 @@ def plan_config(framework: str, path: Path, hardware: HardwareFlags | None = Non
         assert "\n" not in str(err) and str(err).strip(), repr(err)
 
 
+@functools.cache
+def original_text(root: Path, file: Path) -> str:
+    """A config's text as first read: other work editing the tree mid-run must not change what
+    hypothesis replays (it reports that as a flaky strategy)."""
+    return (root / file).read_text(encoding="utf-8")
+
+
 @contextlib.contextmanager
 def working_directory(folder: Path) -> Iterator[None]:
     """``cd folder`` for the block (contextlib.chdir needs Python 3.11; the project takes 3.10)."""
@@ -137,8 +145,9 @@ def test_a_mutated_config_plans_or_is_refused_in_one_line(tmp_path_factory, conf
     (folder / config.file.parent).mkdir(parents=True, exist_ok=True)
     copy_of_root(config, folder)
     candidates = [config.file, *(c for c in config.companions if (folder / c).is_file())]
-    target = folder / data.draw(st.sampled_from(candidates))
-    target.write_text(data.draw(mutated_text(target.read_text(encoding="utf-8"))), encoding="utf-8")
+    chosen = data.draw(st.sampled_from(candidates))
+    target = folder / chosen
+    target.write_text(data.draw(mutated_text(original_text(config.root, chosen))), encoding="utf-8")
     with working_directory(folder):
         plan_config(config.framework, folder / config.file, config.hardware)
     assert not SENTINEL.exists(), f"a line of {target.name} was executed"

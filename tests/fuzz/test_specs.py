@@ -6,8 +6,9 @@ Invariants (each a mechanism the planner models; a failure is a modelling bug):
 - ZeRO-3 ≤ ZeRO-2 ≤ ZeRO-1 ≤ DDP for the training model states;
 - CPU offload never raises a GPU phase;
 - a frozen vision tower never costs more than a trained one;
-- LoRA never costs more than full fine-tuning in model states (weights, grads, master
-  weights, optimizer states) with nothing offloaded: with the optimizer offloaded full
+- LoRA never costs more than full fine-tuning in trainable states (grads, master weights,
+  optimizer states; `TRAINABLE_STATES` says why weights are left out) with nothing
+  offloaded: with the optimizer offloaded full
   fine-tuning keeps only bf16 weights and gradients on the GPU while LoRA keeps its fp32
   adapters there (at rank 256 more than the bf16 gradients it saves); and LoRA adds
   r·(d_in + d_out) parameters per adapted linear, more than the d_in·d_out it adapts once r
@@ -144,9 +145,19 @@ MODEL_STATES = ("policy.weights", "policy.persistent_params", "policy.grads", "p
                 "policy.optimizer_states")
 
 
-def train_states(plan: Plan) -> int:
+TRAINABLE_STATES = ("policy.grads", "policy.master_weights", "policy.optimizer_states")
+"""What a trained parameter costs beyond its weight. LoRA's weights are larger than full
+fine-tuning's by design (the frozen base plus the adapters, which PEFT keeps in fp32:
+`autocast_adapter_dtype`), replicated under ZeRO-1/2; full fine-tuning's gradients and states
+are sharded over the data-parallel ranks. So with pure bf16 (no master copy), 8-bit Adam and
+ZeRO-2 over 16 GPUs, LoRA at rank hidden/8 holds more in all (pythia-1.4b: +384 MiB of fp32
+adapters against 338 MiB of full fine-tuning's sharded grads and states; the long run found
+it). The invariant is on the trainable states."""
+
+
+def train_states(plan: Plan, names: tuple[str, ...] = MODEL_STATES) -> int:
     train = next(p for p in plan.devices[0].phases if p.name == "train")
-    return sum(c.num_bytes for c in train.components if c.name in MODEL_STATES)
+    return sum(c.num_bytes for c in train.components if c.name in names)
 
 
 @fuzz_settings()
@@ -159,4 +170,4 @@ def test_lora_never_costs_more_than_full_finetuning(data: dict[str, Any]) -> Non
     full = plan_or_none(merged(data, **{"finetune.method": "full"}))
     if lora is None or full is None:
         return
-    assert train_states(lora) <= train_states(full)
+    assert train_states(lora, TRAINABLE_STATES) <= train_states(full, TRAINABLE_STATES)
