@@ -84,7 +84,8 @@ def test_run_page_renders_without_errors(tmp_path: Path) -> None:
                for s in range(12) for p in ("rollout", "train")]
     page = tmp_path / "run.html"
     write_run_chart(records, html=page)
-    report = open_page(page, {"lines": "document.querySelectorAll('polyline').length", "data": CHECKS["data"]})
+    lines = "document.querySelectorAll('svg.run g[id^=\"measured:\"], svg.run g[id^=\"planned:\"]').length"
+    report = open_page(page, {"lines": lines, "data": CHECKS["data"]})
     _clean(report, page, min_inked=0.01)  # thin lines on white
     assert report.values["lines"] == 4  # measured and planned, for two phases
     assert report.values["data"] == records

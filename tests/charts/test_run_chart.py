@@ -55,7 +55,26 @@ def test_png_and_html_of_synthetic_records(tmp_path: Path) -> None:
     page = parse_html((tmp_path / "run.html").read_text(encoding="utf-8"))
     embedded = json.loads(page.scripts["oomless-run"])
     assert embedded == [{k: r[k] for k in ("step", "phase", "peak_bytes", "planned_bytes")} for r in records]
-    assert sum(1 for tag, a in page.elements if tag == "circle") == 1  # one step above the plan
+    groups = [a["id"] for tag, a in page.elements if tag == "g" and a.get("id", "").split(":")[0] in ("measured", "planned", "over-plan")]
+    assert sorted(groups) == sorted([f"{kind}:{p}" for p in PLANNED for kind in ("measured", "planned")] + ["over-plan:train"])
+
+
+def test_a_tiny_run_gets_a_mib_axis_with_ticks(tmp_path: Path) -> None:
+    from matplotlib.ticker import MaxNLocator  # noqa: F401  (the charts extra)
+
+    from oomless.charts.run import axis_unit, phase_series, run_figure
+    from oomless.units import MiB
+
+    records = [RunRecord(0, "load", 300 * 1024, 450 * 1024)] + [
+        RunRecord(s, "train", 2 * MiB, int(1.8 * MiB)) for s in range(1, 7)]
+    series = phase_series(records)
+    assert axis_unit(3 * MiB) == (MiB, "MiB") and axis_unit(3 * GiB) == (GiB, "GiB")
+    ax = run_figure(series, "tiny", None).axes[0]
+    assert ax.get_ylabel() == "MiB"
+    ticks = [t for t in ax.get_yticks() if 0 <= t <= ax.get_ylim()[1]]
+    assert len(ticks) >= 4  # not one tick at 0 GiB
+    load = next(line for line in ax.get_lines() if line.get_gid() == "measured:load")
+    assert load.get_marker() == "o"  # one point is drawn as a dot
 
 
 def test_records_from_jsonl_and_their_errors(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ h1{font-size:20px;margin:0 0 6px} h2{font-size:16px;margin:28px 0 8px} h3{font-s
 .verdict{font-weight:bold;margin:4px 0} .fits{color:#1e7b34} .oom{color:#c0392b}
 .panels{display:grid;grid-template-columns:repeat(var(--cols),minmax(0,1fr));gap:12px 20px}
 .panels svg{width:100%;height:auto;display:block;border:1px solid #eee;border-radius:4px}
+svg.run{width:100%;height:auto;display:block}
 .colhead{font-weight:bold;font-size:14px}
 .legend{columns:4 240px;padding:0;list-style:none;font-size:13px}
 .legend li{cursor:pointer;display:flex;align-items:center;gap:6px;padding:2px 4px;border-radius:3px;break-inside:avoid}

@@ -47,6 +47,28 @@ def png_bytes(fig: Figure) -> bytes:
     return out.getvalue()
 
 
+SVG_HASH_SALT = "oomless"
+"""matplotlib names the SVG's clip paths and markers from a hash; a fixed salt makes the same
+chart the same bytes."""
+
+
+def svg_text(fig: Figure, css_class: str) -> str:
+    """The figure as an inline `<svg>` element (text drawn as paths, so no font is fetched),
+    scaled by CSS: no fixed width/height, the pixel layout kept as its viewBox."""
+    import re
+
+    from matplotlib import rc_context
+
+    out = BytesIO()
+    with rc_context({"svg.hashsalt": SVG_HASH_SALT}):
+        fig.savefig(out, format="svg", dpi=DPI, facecolor="white", metadata={"Date": None})
+    text = out.getvalue().decode("utf-8")
+    start = text.index("<svg")
+    end = text.index(">", start)
+    root = re.sub(r'\s(?:width|height)="[^"]*"', "", text[start:end])
+    return f'{root} class="{css_class}"{text[end:]}'
+
+
 def place(fig: Figure, x: float, y: float, w: float, h: float, margins: tuple[int, int, int, int] = AXES_MARGIN_PX) -> Axes:
     """Axes at pixel rectangle (x, y from the figure's top-left; w, h), ``margins`` (left,
     right, top, bottom) inside it."""

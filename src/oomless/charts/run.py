@@ -25,18 +25,18 @@ from typing import Any
 
 from ..errors import InputError
 from ..telemetry import OVER_PLAN_TOLERANCE, is_over_plan
-from ..units import GiB, format_bytes
+from ..units import GiB, MiB, format_bytes
 from .files import check_outputs, write_atomically
-from .model import nice_ticks
 
 PHASE_COLOURS = {
     "load": "#999999", "rollout": "#cc79a7", "logprob": "#56b4e9", "critic_train": "#e69f00",
     "train": "#d55e00", "optimizer": "#009e73", "weight_sync": "#0072b2",
 }
 EXTRA_COLOURS = ("#6b4c2a", "#f0e442", "#000000")
-ABOVE_PLAN = f"over plan (> {100 * OVER_PLAN_TOLERANCE:.0f} %)"
+ABOVE_PLAN = f"over plan (>{100 * OVER_PLAN_TOLERANCE:.0f} %)"
+RED = "#c0392b"
 WIDTH_PX, HEIGHT_PX = 1100, 520
-MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 60, 150, 50, 44
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 60, 170, 50, 44
 
 
 @dataclass(frozen=True)
@@ -122,92 +122,60 @@ def phase_series(records: Iterable[RunRecord]) -> tuple[PhaseSeries, ...]:
     return tuple(out)
 
 
-def _extent(series: Sequence[PhaseSeries], capacity_bytes: int | None) -> tuple[int, int, int]:
-    steps = [s for ser in series for s in ser.steps]
+def _extent(series: Sequence[PhaseSeries], capacity_bytes: int | None) -> int:
     values = [v for ser in series for v in (*ser.peak_bytes, *ser.planned_bytes) if v is not None]
-    top = int(max(values + [capacity_bytes or 0, 1]) * 1.1)
-    return min(steps), max(steps), top
+    return int(max(values + [capacity_bytes or 0, 1]) * 1.1)
 
 
-def run_svg(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | None) -> str:
-    first, last, top = _extent(series, capacity_bytes)
-    w, h = WIDTH_PX - MARGIN_LEFT - MARGIN_RIGHT, HEIGHT_PX - MARGIN_TOP - MARGIN_BOTTOM
-
-    def x(step: int) -> float:
-        return MARGIN_LEFT + w * ((step - first) / (last - first) if last > first else 0.5)
-
-    def y(num_bytes: int) -> float:
-        return MARGIN_TOP + h * (1 - num_bytes / top)
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="run" viewBox="0 0 {WIDTH_PX} {HEIGHT_PX}" '
-           f'font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">',
-           f'<text x="8" y="20" font-weight="bold" font-size="13">{escape(title)}</text>']
-    for tick in nice_ticks(top):
-        out.append(f'<line x1="{MARGIN_LEFT}" x2="{MARGIN_LEFT + w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#e6e6e6"/>'
-                   f'<text x="{MARGIN_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" fill="#555">{tick / GiB:g}</text>')
-    out.append(f'<text x="{MARGIN_LEFT + w / 2}" y="{HEIGHT_PX - 8}" text-anchor="middle" fill="#555">step</text>'
-               f'<text x="14" y="{MARGIN_TOP + h / 2}" transform="rotate(-90 14 {MARGIN_TOP + h / 2})" text-anchor="middle" fill="#555">GiB</text>')
-    for step in sorted({first, last}):
-        out.append(f'<text x="{x(step):.1f}" y="{MARGIN_TOP + h + 16}" text-anchor="middle" fill="#555">{step}</text>')
-    if capacity_bytes:
-        out.append(f'<line x1="{MARGIN_LEFT}" x2="{MARGIN_LEFT + w}" y1="{y(capacity_bytes):.1f}" y2="{y(capacity_bytes):.1f}" '
-                   f'stroke="#c0392b" stroke-dasharray="6 4" stroke-width="1.6"/>'
-                   f'<text x="{MARGIN_LEFT + w + 6}" y="{y(capacity_bytes) + 4:.1f}" fill="#c0392b">GPU {escape(format_bytes(capacity_bytes))}</text>')
-    for i, ser in enumerate(series):
-        measured = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(ser.steps, ser.peak_bytes))
-        planned = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip(ser.steps, ser.planned_bytes) if v is not None)
-        out.append(f'<polyline class="measured" data-phase="{escape(ser.phase)}" points="{measured}" fill="none" stroke="{ser.colour}" stroke-width="2"/>')
-        if planned:
-            out.append(f'<polyline class="planned" data-phase="{escape(ser.phase)}" points="{planned}" fill="none" stroke="{ser.colour}" stroke-width="1.4" stroke-dasharray="5 4"/>')
-        for s, v in zip(ser.steps, ser.peak_bytes):
-            if s in ser.over_plan:
-                out.append(f'<circle cx="{x(s):.1f}" cy="{y(v):.1f}" r="3.5" fill="#c0392b"><title>step {s} {escape(ser.phase)}: '
-                           f'{escape(format_bytes(v))} measured, over the plan</title></circle>')
-        ly = MARGIN_TOP + 14 + i * 18
-        out.append(f'<line x1="{MARGIN_LEFT + w + 8}" x2="{MARGIN_LEFT + w + 30}" y1="{ly}" y2="{ly}" stroke="{ser.colour}" stroke-width="2"/>'
-                   f'<text x="{MARGIN_LEFT + w + 36}" y="{ly + 4}">{escape(ser.phase)}</text>')
-    ly = MARGIN_TOP + 14 + len(series) * 18 + 8
-    out.append(f'<text x="{MARGIN_LEFT + w + 8}" y="{ly}" fill="#555">solid: measured</text>'
-               f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 16}" fill="#555">dashed: planned</text>'
-               f'<text x="{MARGIN_LEFT + w + 8}" y="{ly + 32}" fill="#c0392b">dot: {ABOVE_PLAN}</text></svg>')
-    return "".join(out)
+def axis_unit(top_bytes: int) -> tuple[int, str]:
+    """GiB for GPU-sized runs, MiB below 1 GiB (a tiny CPU run), so the axis has readable ticks."""
+    return (GiB, "GiB") if top_bytes >= GiB else (MiB, "MiB")
 
 
-def run_png(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | None) -> bytes:
+def run_figure(series: Sequence[PhaseSeries], title: str, capacity_bytes: int | None) -> Any:
+    """The run chart as one matplotlib figure (drawn to PNG and to the HTML page's SVG). Each
+    line carries a gid (`measured:PHASE`, `planned:PHASE`, `over-plan:PHASE`), which the SVG
+    writes as the id of its group."""
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
-    from .png import FONT_PT, new_figure, png_bytes, place
+    from .png import FONT_PT, new_figure, place
 
     fig = new_figure(WIDTH_PX, HEIGHT_PX)
     ax = place(fig, 0, 0, WIDTH_PX, HEIGHT_PX, (MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM))
-    _, _, top = _extent(series, capacity_bytes)
-    ax.set_ylim(0, top / GiB)
-    ax.set_yticks([t / GiB for t in nice_ticks(top)])
+    top = _extent(series, capacity_bytes)
+    unit_bytes, unit = axis_unit(top)
+    ax.set_ylim(0, top / unit_bytes)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=8))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=12, integer=True))
     ax.set_title(title, loc="left", fontsize=FONT_PT + 3, fontweight="bold")
     ax.set_xlabel("step", fontsize=FONT_PT + 1)
-    ax.set_ylabel("GiB", fontsize=FONT_PT + 1)
+    ax.set_ylabel(unit, fontsize=FONT_PT + 1)
     ax.tick_params(labelsize=FONT_PT + 0.5)
     ax.grid(axis="y", color="#e6e6e6")
     handles = []
     for ser in series:
-        ax.plot(ser.steps, [v / GiB for v in ser.peak_bytes], color=ser.colour, linewidth=2)
-        planned = [(s, v / GiB) for s, v in zip(ser.steps, ser.planned_bytes) if v is not None]
+        marker = "o" if len(ser.steps) == 1 else None  # a phase measured once (load) is a dot, not an invisible line
+        ax.plot(ser.steps, [v / unit_bytes for v in ser.peak_bytes], color=ser.colour, linewidth=2, marker=marker,
+                gid=f"measured:{ser.phase}")
+        planned = [(s, v / unit_bytes) for s, v in zip(ser.steps, ser.planned_bytes) if v is not None]
         if planned:
-            ax.plot(*zip(*planned), color=ser.colour, linewidth=1.4, linestyle="--")
-        over = [(s, v / GiB) for s, v in zip(ser.steps, ser.peak_bytes) if s in ser.over_plan]
+            ax.plot(*zip(*planned), color=ser.colour, linewidth=1.4, linestyle="--", marker=marker and "_",
+                    gid=f"planned:{ser.phase}")
+        over = [(s, v / unit_bytes) for s, v in zip(ser.steps, ser.peak_bytes) if s in ser.over_plan]
         if over:
-            ax.plot(*zip(*over), linestyle="none", marker="o", color="#c0392b", markersize=5)
+            ax.plot(*zip(*over), linestyle="none", marker="o", color=RED, markersize=5, gid=f"over-plan:{ser.phase}")
         handles.append(Line2D([], [], color=ser.colour, linewidth=2, label=ser.phase))
     if capacity_bytes:
-        ax.axhline(capacity_bytes / GiB, color="#c0392b", linestyle="--", linewidth=1.4)
-        handles.append(Line2D([], [], color="#c0392b", linestyle="--", label=f"GPU {format_bytes(capacity_bytes)}"))
+        ax.axhline(capacity_bytes / unit_bytes, color=RED, linestyle="--", linewidth=1.4, gid="capacity")
+        handles.append(Line2D([], [], color=RED, linestyle="--", label=f"GPU {format_bytes(capacity_bytes)}"))
     handles += [
         Line2D([], [], color="#555555", linewidth=2, label="measured"),
         Line2D([], [], color="#555555", linewidth=1.4, linestyle="--", label="planned"),
-        Line2D([], [], color="#c0392b", linestyle="none", marker="o", label=ABOVE_PLAN),
+        Line2D([], [], color=RED, linestyle="none", marker="o", label=ABOVE_PLAN),
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=FONT_PT + 0.5, frameon=False)
-    return png_bytes(fig)
+    return fig
 
 
 def write_run_chart(
@@ -220,14 +188,17 @@ def write_run_chart(
         raise InputError("records", "no records to draw")
     check_outputs({"--html": html, "--png": png})
     series = phase_series(parsed)
+    from .png import png_bytes, svg_text
+
+    figure = run_figure(series, title, capacity_bytes)
     if html is not None:
         from .html import page
 
         data = [vars(r) for r in parsed]
-        body = f"<h1>{escape(title)}</h1>{run_svg(series, title, capacity_bytes)}"
+        body = f"<h1>{escape(title)}</h1>{svg_text(figure, 'run')}"
         write_atomically(Path(html), page(title, body, "oomless-run", data, _version()).encode("utf-8"))
     if png is not None:
-        write_atomically(Path(png), run_png(series, title, capacity_bytes))
+        write_atomically(Path(png), png_bytes(figure))
 
 
 def _version() -> str:
