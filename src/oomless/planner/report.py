@@ -44,6 +44,7 @@ def _constraint(c: Constraint) -> dict[str, Any]:
         "phase": c.phase, "device": c.device, "device_role": c.device_role, "component": c.component,
         "required_bytes": c.required_bytes, "available_bytes": c.available_bytes,
         "margin_bytes": c.margin_bytes, "ok": c.ok, "message": c.message, "first_step": c.first_step,
+        "kind": c.kind,
     }
 
 
