@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel
 
 from ..errors import InputError
@@ -70,14 +69,14 @@ def _bounds(path: str) -> tuple[float, float, bool]:
         model = model.model_fields[section].annotation
     info = model.model_fields[leaf]
     low, high, exclusive = -float("inf"), float("inf"), False
-    for m in info.metadata:
-        if isinstance(m, Ge):
+    for m in info.metadata:  # pydantic's Field(ge=…, gt=…, le=…, lt=…) constraints
+        if getattr(m, "ge", None) is not None:
             low = m.ge
-        elif isinstance(m, Gt):
+        elif getattr(m, "gt", None) is not None:
             low, exclusive = m.gt, True
-        elif isinstance(m, Le):
+        elif getattr(m, "le", None) is not None:
             high = m.le
-        elif isinstance(m, Lt):
+        elif getattr(m, "lt", None) is not None:
             high = m.lt
     return low, high, exclusive
 
