@@ -77,3 +77,27 @@ def test_apply_copies_and_changed_lists_only_differences() -> None:
     assert changed(spec, {"distribution.strategy": "zero2", "gradient_checkpointing": spec.gradient_checkpointing}) == {
         "distribution.strategy": ("zero3", "zero2")}
     assert new.distribution.strategy == "zero2"
+
+
+def test_hf_generate_is_a_fallback_for_vllm_runs_only() -> None:
+    vllm_run = load_run(EXAMPLES / "seeds" / "s1-before.yaml")
+    assert [layout.fallback for layout in layouts(vllm_run.spec)].count(True) == 1
+    assert all(apply(vllm_run.spec, layout.overrides).rollout.engine == RolloutEngine.hf
+               for layout in layouts(vllm_run.spec) if layout.fallback)
+    hf_run = load_run(EXAMPLES / "seeds" / "s3-before.yaml")
+    assert not any(layout.fallback for layout in layouts(hf_run.spec))
+
+
+def test_token_budgets_are_tried_only_where_the_run_has_one_and_never_below_a_sequence() -> None:
+    from oomless.fit.space import token_budgets, work_factor
+
+    plain = _spec()
+    assert token_budgets(plain, 1024) == [None]
+    budgeted = _spec(**{"batch.max_tokens_per_gpu": 16384})
+    budgets = token_budgets(budgeted, 3000)
+    assert budgets[0] == 16384 and budgets == [16384, 8192, 4096, 3000]
+    splits = batch_splits(budgeted, 4, 4)
+    work = work_factor(budgeted, splits, 3000)
+    products = {o.overrides["batch.micro_batch_size"] * o.overrides["batch.gradient_accumulation_steps"] for o in work.options}
+    assert products == {budgeted.batch.micro_batch_size * budgeted.batch.gradient_accumulation_steps}
+    assert {o.overrides["batch.max_tokens_per_gpu"] for o in work.options} == set(budgets)
