@@ -55,8 +55,8 @@ def test_settings_that_mean_nothing_in_the_new_layout_are_not_compared() -> None
     kept = _spec()
     separate = _spec(**{"rollout.engine": "vllm_separate", "rollout.sleep_level": 0, "rollout.num_gpus": 1,
                         "rollout.gpu_memory_utilization": 0.9})
-    # sleep levels only compare between colocated engines; utilization still compares (0.3 → 0.9).
-    assert [item.split(" ")[0] for item in lowered_settings(kept, separate)] == ["rollout.gpu_memory_utilization"]
+    # sleep levels and utilization compare only between engines that share the trainer's GPUs.
+    assert lowered_settings(kept, separate) == ()
     generate = _spec(**{"rollout.engine": "hf", "rollout.sleep_level": 0})
     assert lowered_settings(kept, generate) == ()
 

@@ -7,9 +7,10 @@ larger vLLM budget or micro-batch — unless its own plan still fits with the ga
 of the usual margin; then it says so (`Choice.lowers_safety`). `fit` applies this when
 `FitOptions.keep_safety_of` is given.
 
-A setting is compared only where it means the same in both runs (a sleep level only between two
-colocated engines, a utilization only between two vLLM engines); a field left to its default
-(`None`) in either run is not compared.
+A setting is compared only where it means the same in both runs: a sleep level, a rollout
+offload and a utilization only between two engines colocated with the trainer (an engine on
+GPUs of its own takes its budget from nobody), max_num_seqs and CUDA graphs between two vLLM
+engines; a field left to its default (`None`) in either run is not compared.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ SETTINGS = (
     Setting("rollout.offload_model", lambda s: s.rollout.offload_model if _colocated(s) else None, _more),
     Setting("rollout.offload_optimizer", lambda s: s.rollout.offload_optimizer if _colocated(s) else None, _more),
     Setting("rollout.sleep_level", lambda s: s.rollout.sleep_level if _colocated(s) else None, _more),
-    Setting("rollout.gpu_memory_utilization", lambda s: s.rollout.gpu_memory_utilization if _vllm(s) else None, _less),
+    Setting("rollout.gpu_memory_utilization", lambda s: s.rollout.gpu_memory_utilization if _colocated(s) else None, _less),
     Setting("rollout.max_num_seqs", lambda s: s.rollout.max_num_seqs if _vllm(s) else None, _less),
     Setting("rollout.enforce_eager", lambda s: s.rollout.enforce_eager if _vllm(s) else None, _more),
     Setting("batch.micro_batch_size", lambda s: s.batch.micro_batch_size, _less),
