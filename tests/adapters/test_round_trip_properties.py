@@ -1,0 +1,244 @@
+"""Round trip as a property for the Ray-based and torchrun adapters (issue 13, item 6): a spec the
+framework can express → its writer's files → its reader → the same spec, field for field (batch,
+gradient accumulation, round, TP, GPUs and nodes, placement, offloads, sleep level, lengths, LoRA,
+KL, log-probs, schedule). verl's and OpenRLHF's exported keys and flags must exist in the key
+table of the release they are written for. A spec with values the framework cannot say gets the
+files anyway and one message naming every such field (`fit --export`, adapters/patch/export.py).
+
+TRL and ms-swift have their own properties (test_trl.py, test_swift.py). Each property runs
+`CI` examples; OOMLESS_FUZZ_EXAMPLES=N runs N, randomised (tests/fuzz/strategies.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from oomless.adapters import HardwareFlags, common, import_native
+from oomless.adapters import key_tables as KT
+from oomless.adapters.openrlhf.reader import CLASSIC, DOTTED, MARKERS
+from oomless.adapters.round_trip import all_differences
+from oomless.adapters.verl.keys import VERSION as VERL_VERSION
+from oomless.errors import InputError
+from oomless.spec.load import parse_spec
+from oomless.spec.run import RunSpec
+from tests.fuzz.strategies import fuzz_settings
+
+CI = 20
+"""Examples per property in CI (each example writes and reads its files: ~0.1-0.3 s)."""
+
+SETTINGS = fuzz_settings(CI)
+READABLE = (".yaml", ".sh", ".py")
+
+
+# --- the harness -----------------------------------------------------------------------------
+
+def writer(framework: str) -> Any:
+    return importlib.import_module(f"oomless.adapters.{framework}.writer")
+
+
+def spec_from(base: dict[str, Any], **sections: Any) -> RunSpec:
+    """``base`` with each section updated (a dict merges into the section, anything else replaces it)."""
+    data = copy.deepcopy(base)
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    try:
+        return parse_spec(data)
+    except InputError:  # a cross-field rule of the spec the strategy did not foresee
+        assume(False)
+        raise
+
+
+def read_back(framework: str, spec: RunSpec, files: dict[str, str]) -> dict[str, RunSpec]:
+    """Each launch/config file the writer wrote, read by the framework's reader."""
+    flags = HardwareFlags(gpu=spec.hardware.gpu, host_ram_gib=spec.hardware.host_ram_gib)
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in files.items():
+            (Path(folder) / name).write_text(text, encoding="utf-8")
+        return {name: parse_spec(import_native(framework, Path(folder) / name, flags).spec)
+                for name in files if name.endswith(READABLE)}
+
+
+def assert_round_trip(framework: str, spec: RunSpec) -> dict[str, str]:
+    files = writer(framework).render_files(spec)
+    wanted = spec.model_dump(mode="json")
+    again = read_back(framework, spec, files)
+    assert again
+    for name, got in again.items():
+        differences = all_differences(wanted, got.model_dump(mode="json"))
+        assert differences == [], f"{framework} {name}: " + "; ".join(
+            f"{d}: wrote {_at(wanted, d)!r}, read {_at(got.model_dump(mode='json'), d)!r}" for d in differences)
+    return files
+
+
+def _at(tree: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
+
+
+def _divisors(number: int, low: int = 2, high: int = 16) -> list[int]:
+    return [d for d in range(low, high + 1) if number % d == 0]
+
+
+@st.composite
+def rounds(draw: st.DrawFn, data_parallel: int) -> dict[str, int]:
+    """micro-batch, gradient accumulation and steps_per_generation whose round and optimizer
+    step are whole numbers of prompts of ``num_generations`` (adapters/schedule.py)."""
+    micro, accumulation, updates = draw(st.integers(1, 6)), draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    if micro * accumulation * data_parallel < 2:
+        micro = 2
+    n = draw(st.sampled_from(_divisors(micro * accumulation * data_parallel)))
+    return {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation,
+            "steps_per_generation": accumulation * updates, "num_generations": n,
+            "logprob_micro_batch_size": draw(st.sampled_from([1, 4, 16]))}
+
+
+@st.composite
+def schedules(draw: st.DrawFn, steps_per_round: int) -> dict[str, Any]:
+    """max_steps / save_steps as whole rounds (verl and EasyR1 count rounds)."""
+    max_rounds, save_rounds = draw(st.sampled_from([None, 1, 7])), draw(st.sampled_from([None, 1, 5]))
+    return {"max_steps": max_rounds and max_rounds * steps_per_round,
+            "save_steps": save_rounds and save_rounds * steps_per_round}
+
+
+def lengths() -> st.SearchStrategy[dict[str, int]]:
+    return st.fixed_dictionaries({"max_prompt_tokens": st.sampled_from([256, 1024, 3000]),
+                                  "max_completion_tokens": st.sampled_from([128, 1024, 4096])})
+
+
+def loras(methods: tuple[str, ...] = ("full", "lora"), dropouts: tuple[float, ...] = (0.0,)) -> st.SearchStrategy[dict[str, Any]]:
+    """Full fine-tuning (the LoRA fields left at their defaults: they mean nothing then) or LoRA."""
+    adapters = st.fixed_dictionaries({"method": st.sampled_from([m for m in methods if m != "full"] or ["lora"]),
+                                      "lora_rank": st.sampled_from([8, 64]), "lora_alpha": st.sampled_from([16.0, 32.0]),
+                                      "lora_dropout": st.sampled_from(dropouts),
+                                      "lora_targets": st.sampled_from(["all-linear", ["q_proj", "v_proj"]])})
+    return st.one_of(st.just({"method": "full"}), adapters) if "full" in methods else adapters
+
+
+def hardware(draw: st.DrawFn, gpu: str, per_node: tuple[int, ...] = (1, 2, 4, 8)) -> dict[str, Any]:
+    return {"gpu": gpu, "gpus_per_node": draw(st.sampled_from(per_node)), "num_nodes": draw(st.sampled_from([1, 2]))}
+
+
+# --- verl ------------------------------------------------------------------------------------
+
+VERL_TABLE = KT.load("verl")
+
+
+@st.composite
+def verl_specs(draw: st.DrawFn) -> RunSpec:
+    hw = hardware(draw, "H100-80GB")
+    world = hw["gpus_per_node"] * hw["num_nodes"]
+    batch = draw(rounds(world))
+    ft = draw(loras())
+    sleep = draw(st.sampled_from([0, 1 if ft["method"] == "lora" else 2]))
+    offload = draw(st.booleans())
+    algorithm = draw(st.sampled_from(["grpo", "rloo", "ppo"]))
+    return spec_from(
+        {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
+        precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
+        gradient_checkpointing=draw(st.booleans()), lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
+        logits=draw(st.sampled_from(["full_bf16", "chunked", "fused"])),
+        distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload},
+        rollout={"engine": "vllm_colocate", "engine_in_trainer_process": False, "sleep_level": sleep,
+                 "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
+                 "gpu_memory_utilization": draw(st.sampled_from([0.4, 0.6])), "enforce_eager": draw(st.booleans()),
+                 "max_num_seqs": draw(st.sampled_from([256, 1024])), "max_num_batched_tokens": draw(st.sampled_from([8192, 16384])),
+                 "offload_model": sleep > 0 and draw(st.booleans()), "offload_optimizer": sleep > 0 and draw(st.booleans())},
+        ray={"enabled": True}, critic={"model": "Qwen/Qwen2.5-1.5B-Instruct" if algorithm == "ppo" else None},
+        schedule=draw(schedules(batch["steps_per_generation"] // batch["gradient_accumulation_steps"])))
+
+
+def _verl_has(key: str, version: tuple[int, ...]) -> bool:
+    """A key of the table, or one inside a mapping the table leaves open (`override_config: {}`)."""
+    parts = key.split(".")
+    return VERL_TABLE.exists_in(key, version) or any(
+        VERL_TABLE.exists_in(p, version) and VERL_TABLE.default(p) in ({}, None)
+        for p in (".".join(parts[:i]) for i in range(1, len(parts))))
+
+
+@SETTINGS
+@given(verl_specs())
+def test_verl_round_trip_keeps_the_spec_and_writes_keys_of_its_release(spec: RunSpec) -> None:
+    files = assert_round_trip("verl", spec)
+    config = yaml.safe_load(files["verl_ppo.yaml"])
+    keys = common.flatten_keys({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+    assert [k for k in keys if not _verl_has(k, KT.minor(VERL_VERSION))] == []
+
+
+# --- EasyR1 ----------------------------------------------------------------------------------
+
+@st.composite
+def easyr1_specs(draw: st.DrawFn) -> RunSpec:
+    hw = hardware(draw, "A100-80GB")
+    batch = draw(rounds(hw["gpus_per_node"] * hw["num_nodes"]))
+    offload = draw(st.booleans())
+    algorithm = draw(st.sampled_from(["grpo", "rloo", "ppo"]))
+    schedule = draw(schedules(batch["steps_per_generation"] // batch["gradient_accumulation_steps"]))
+    schedule["save_only_model"] = schedule["save_steps"] is not None and draw(st.booleans())
+    return spec_from(
+        {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=draw(loras()), batch=batch,
+        precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
+        gradient_checkpointing=draw(st.booleans()), lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
+        distribution={"strategy": draw(st.sampled_from(["fsdp", "zero2"])), "offload_params": offload,
+                      "offload_optimizer": offload, "rank0_init": draw(st.booleans())},
+        rollout={"engine": "vllm_colocate", "engine_in_trainer_process": True, "sleep_level": 1,
+                 "samples_per_request": batch["num_generations"],
+                 "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
+                 "gpu_memory_utilization": draw(st.sampled_from([0.5, 0.6])), "enforce_eager": draw(st.booleans()),
+                 "max_num_batched_tokens": draw(st.sampled_from([8192, 16384])),
+                 "max_model_len": draw(st.sampled_from([None, 8192])),
+                 "limit_images_per_prompt": draw(st.sampled_from([None, 1, 4])),
+                 "offload_model": draw(st.booleans()), "offload_optimizer": draw(st.booleans())},
+        vision={"max_pixels": draw(st.sampled_from([1003520, 4194304])), "min_pixels": draw(st.sampled_from([3136, 262144])),
+                "freeze_tower": draw(st.booleans())},
+        ray={"enabled": True}, critic={"model": "Qwen/Qwen2.5-VL-3B-Instruct" if algorithm == "ppo" else None},
+        schedule=schedule)
+
+
+@SETTINGS
+@given(easyr1_specs())
+def test_easyr1_round_trip_keeps_the_spec(spec: RunSpec) -> None:
+    assert_round_trip("easyr1", spec)
+
+
+# --- VLM-R1 ----------------------------------------------------------------------------------
+
+@st.composite
+def vlmr1_specs(draw: st.DrawFn) -> RunSpec:
+    n = draw(st.sampled_from([2, 4, 8]))
+    accumulation = draw(st.integers(1, 4))
+    strategy = draw(st.sampled_from(["ddp", "zero1", "zero2", "zero3"]))
+    dist: dict[str, Any] = {"strategy": strategy, "offload_optimizer": strategy != "ddp" and draw(st.booleans()),
+                            "offload_params": strategy == "zero3" and draw(st.booleans())}
+    if strategy != "ddp":
+        dist.update(overlap_comm=draw(st.booleans()), reduce_bucket_size=draw(st.sampled_from(["auto", 200_000_000])))
+    if strategy == "zero3":
+        dist.update(stage3_prefetch_bucket_size=draw(st.sampled_from(["auto", 50_000_000])),
+                    stage3_param_persistence_threshold=draw(st.sampled_from(["auto", 100_000])))
+    vision: dict[str, Any] = {"max_pixels": draw(st.sampled_from([401408, 12845056])), "freeze_tower": draw(st.booleans()),
+                              "min_pixels": draw(st.sampled_from([None, 3136]))}
+    return spec_from(
+        {}, model="Qwen/Qwen2.5-VL-3B-Instruct", hardware=hardware(draw, "A100-80GB", (1, 2, 4, 6, 8)),
+        finetune=draw(loras(dropouts=(0.0, 0.05))), distribution=dist, vision=vision,
+        batch={"micro_batch_size": n * draw(st.integers(1, 3)), "num_generations": n, "gradient_accumulation_steps": accumulation,
+               "steps_per_generation": 1 if accumulation > 1 else None},
+        precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])),
+        attention=draw(st.sampled_from(["flash_attention_2", "sdpa", "eager"])), gradient_checkpointing=draw(st.booleans()),
+        lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.04])), rollout={"engine": "hf"})
+
+
+@SETTINGS
+@given(vlmr1_specs())
+def test_vlmr1_round_trip_keeps_the_spec(spec: RunSpec) -> None:
+    assert_round_trip("vlmr1", spec)
