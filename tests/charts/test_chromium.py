@@ -29,12 +29,12 @@ CHECKS = {
     "highlight": """(function () {
         var entry = document.querySelector(".legend li[data-label='vllm.kv_cache']");
         entry.click();
-        var segs = Array.prototype.slice.call(document.querySelectorAll('rect.seg'));
+        var segs = Array.prototype.slice.call(document.querySelectorAll('svg .seg'));
         var dim = segs.filter(function (r) { return r.classList.contains('dim'); }).length;
         var lit = segs.filter(function (r) { return r.getAttribute('data-label') === 'vllm.kv_cache'; });
         var litDim = lit.filter(function (r) { return r.classList.contains('dim'); }).length;
         entry.click();
-        var after = document.querySelectorAll('rect.seg.dim').length;
+        var after = document.querySelectorAll('svg .seg.dim').length;
         return {dim: dim, total: segs.length, lit: lit.length, litDim: litDim, after: after};
     })()""",
 }

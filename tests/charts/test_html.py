@@ -43,7 +43,7 @@ def test_drawn_blocks_add_up_to_the_embedded_phase_peaks(tmp_path: Path, documen
             panel = attrs["data-panel"]
         if tag == "g" and attrs.get("class") == "bar":
             drawn[panel].append(int(attrs["data-peak-bytes"]))
-        if tag == "rect" and attrs.get("class") == "seg":
+        if attrs.get("class") == "seg":
             drawn[panel][-1] -= int(attrs["data-bytes"])
     expected = {f"gpu:{d['role']}": d["phases"] for d in doc["gpu"]["devices"]} | {"host": doc["host"]["phases"]}
     assert set(drawn) == set(expected)

@@ -8,7 +8,7 @@ import pytest
 
 from oomless.charts import groups as G
 from oomless.charts.model import (
-    Segment, aligned_rows, nice_ticks, palette_for, plan_chart, segment_text,
+    Segment, aligned_rows, palette_for, plan_chart, segment_text,
 )
 from oomless.units import GiB
 
@@ -112,12 +112,6 @@ def test_aligned_rows_pair_roles_and_share_the_scale(documents: dict[str, dict[s
     assert rows[1][1].bars == () and "no actor+vllm GPUs" in rows[1][1].note
     assert rows[2][0].bars == () and "no rollout GPUs" in rows[2][0].note
     assert all(a.ymax_bytes == b.ymax_bytes for a, b in rows)
-
-
-def test_nice_ticks_by_hand() -> None:
-    assert nice_ticks(10 * GiB) == [i * 2 * GiB for i in range(6)]
-    assert nice_ticks(113 * GiB) == [i * 20 * GiB for i in range(6)]
-    assert nice_ticks(GiB // 2) == [round(i * GiB / 10) for i in range(6)]  # 0.1 GiB steps
 
 
 def test_segment_text_shrinks_to_what_fits() -> None:

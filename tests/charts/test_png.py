@@ -56,6 +56,9 @@ def test_png_without_matplotlib_is_one_clear_error(tmp_path: Path, documents: di
     with pytest.raises(InputError, match=r"--png: PNG charts need matplotlib: pip install 'oomless\[charts\]'"):
         write_charts(documents["s0-before"], html=None, png=tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+    with pytest.raises(InputError, match=r"--html: HTML charts need matplotlib: pip install 'oomless\[charts\]'"):
+        write_charts(documents["s0-before"], html=tmp_path / "x.html", png=None)
+    assert not (tmp_path / "x.html").exists()
 
 
 def test_planning_does_not_import_matplotlib() -> None:

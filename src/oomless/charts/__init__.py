@@ -1,9 +1,10 @@
 """Charts of plans: one plan (`oomless plan --html/--png`), two plans side by side
 (`oomless compare`), and a run's measured against planned peaks (`run.py`).
 
-`model` turns plan documents into panels of stacked bars (pure); `svg`/`html` draw them as a
-self-contained page, `png` with matplotlib (the `charts` extra, imported only when a PNG is
-asked for). Paths are checked (`files`) before anything is drawn.
+`model` turns plan documents into panels of stacked bars (pure); `png` draws them with
+matplotlib (the `charts` extra, imported only when a chart is asked for) as PNG and as the
+inline SVG that `svg` tags and `html` places in a self-contained page. Paths are checked
+(`files`) before anything is drawn.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ svg.run{width:100%;height:auto;display:block}
 .legend li{cursor:pointer;display:flex;align-items:center;gap:6px;padding:2px 4px;border-radius:3px;break-inside:avoid}
 .legend li.on{background:#fff3c4} .legend .grp{font-weight:bold;cursor:default;margin-top:6px;break-after:avoid}
 .sw{width:14px;height:14px;border:1px solid #0003;display:inline-block}
-rect.seg{cursor:pointer} rect.seg.dim{opacity:.18}
+.seg{cursor:pointer} .seg.dim{opacity:.18}
 table{border-collapse:collapse;font-size:13px;margin:4px 0 12px} td,th{border-bottom:1px solid #e3e3e3;padding:3px 10px;text-align:left}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap} tr.bad td{color:#c0392b}
 footer{color:#777;font-size:12px;margin-top:32px}
@@ -48,7 +48,7 @@ SCRIPT = """
   "use strict";
   var holder = document.querySelector("script[type='application/json']");
   window.oomlessData = JSON.parse(holder.textContent);
-  var segments = Array.prototype.slice.call(document.querySelectorAll("rect.seg"));
+  var segments = Array.prototype.slice.call(document.querySelectorAll("svg .seg"));
   var entries = Array.prototype.slice.call(document.querySelectorAll(".legend li[data-label]"));
   var active = null;
   function highlight(label) {

@@ -303,11 +303,3 @@ def segment_text(segment: Segment, width_px: float, height_px: float, font_px: f
         if lines and fits(lines):
             return lines
     return []
-
-
-def nice_ticks(ymax_bytes: int, max_ticks: int = 6) -> list[int]:
-    """Round GiB tick positions from 0 to ``ymax_bytes``: steps of 1, 2 or 5 × 10^k GiB."""
-    top = ymax_bytes / GiB
-    steps = sorted(k * 10.0**e for e in range(-2, 7) for k in (1, 2, 5))
-    step = next(s for s in steps if top / s <= max_ticks)
-    return [round(i * step * GiB) for i in range(int(top / step) + 1)]

@@ -1,4 +1,5 @@
-"""Draw charts (`model.PlanChart`) as PNG with matplotlib's Agg canvas.
+"""Draw charts (`model.PlanChart`) with matplotlib: PNG through the Agg canvas, and the HTML
+page's inline SVG from the same drawing (`svg_text`, tagged by `svg.panel_svg`).
 
 matplotlib is the optional `charts` extra and is imported only here, inside the functions, so
 planning never loads it. No pyplot: each figure is its own `Figure` on a `FigureCanvasAgg`, so
@@ -13,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..units import GiB
-from .model import LegendEntry, Panel, PlanChart, nice_ticks, segment_text, size_label
-from .svg import GREY, INK, RED, line_offsets, text_colour
+from .model import LegendEntry, Panel, PlanChart, segment_text, size_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,19 +23,35 @@ if TYPE_CHECKING:
 DPI = 100
 FONT_PT = 7.5
 BAR_WIDTH = 0.6
-"""Bar width in phase slots, as in the SVG (svg.BAR_FRACTION)."""
+"""Bar width in phase slots; the rest leaves room for vLLM's bracket."""
+RED, GREY, INK = "#c0392b", "#8a8a8a", "#222222"
 AXES_MARGIN_PX = (62, 130, 64, 34)
 """left, right, top, bottom: room for tick labels, the panel's title and note, phase names."""
 PLAN_WIDTH_PX, PLAN_HEADER_PX, PLAN_GPU_ROW_PX, PLAN_BOTTOM_PX = 1300, 100, 450, 400
 COMPARE_WIDTH_PX, COMPARE_HEADER_PX, COMPARE_GPU_ROW_PX, COMPARE_HOST_ROW_PX, COMPARE_BOTTOM_PX = 1800, 150, 450, 350, 400
 
 
-def new_figure(width_px: int, height_px: int) -> Figure:
+def text_colour(fill: str) -> str:
+    """Black or white, whichever reads better on ``fill`` (ITU-R BT.601 luma)."""
+    r, g, b = (int(fill[i : i + 2], 16) for i in (1, 3, 5))
+    return INK if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#ffffff"
+
+
+def line_offsets(panel: Panel) -> list[float]:
+    """Vertical placement of each line's label, in lines of text relative to the line: centred
+    when alone; with two lines, the soft one's label above and the hard one's below."""
+    if len(panel.lines) < 2:
+        return [0.0] * len(panel.lines)
+    return [0.5 if line.hard else -0.5 - line.label.count("\n") for line in panel.lines]
+
+
+def new_figure(width_px: int, height_px: int, flag: str = "--png") -> Figure:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise InputError("--png", "PNG charts need matplotlib: pip install 'oomless[charts]'") from None
+        kind = "HTML" if flag == "--html" else "PNG"
+        raise InputError(flag, f"{kind} charts need matplotlib: pip install 'oomless[charts]'") from None
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     FigureCanvasAgg(fig)
     return fig
@@ -52,21 +68,23 @@ SVG_HASH_SALT = "oomless"
 chart the same bytes."""
 
 
-def svg_text(fig: Figure, css_class: str) -> str:
-    """The figure as an inline `<svg>` element (text drawn as paths, so no font is fetched),
-    scaled by CSS: no fixed width/height, the pixel layout kept as its viewBox."""
+def svg_text(fig: Figure, css_class: str, salt: str = SVG_HASH_SALT, root_attrs: str = "") -> str:
+    """The figure as an inline `<svg>` element scaled by CSS (no fixed width/height, the pixel
+    layout kept as its viewBox). Text stays text (`svg.fonttype: none`: selectable, no glyph
+    definitions whose ids would repeat across the panels of a page); ``salt`` makes the ids
+    matplotlib derives (clip paths, hatches) unique on the page and the same for the same chart."""
     import re
 
     from matplotlib import rc_context
 
     out = BytesIO()
-    with rc_context({"svg.hashsalt": SVG_HASH_SALT}):
+    with rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
         fig.savefig(out, format="svg", dpi=DPI, facecolor="white", metadata={"Date": None})
     text = out.getvalue().decode("utf-8")
     start = text.index("<svg")
     end = text.index(">", start)
     root = re.sub(r'\s(?:width|height)="[^"]*"', "", text[start:end])
-    return f'{root} class="{css_class}"{text[end:]}'
+    return f'{root} class="{css_class}"{" " + root_attrs if root_attrs else ""}{text[end:]}'
 
 
 def place(fig: Figure, x: float, y: float, w: float, h: float, margins: tuple[int, int, int, int] = AXES_MARGIN_PX) -> Axes:
@@ -84,21 +102,33 @@ def _px(ax: Axes) -> tuple[float, float]:
     return box.width * ax.figure.bbox.width, box.height * ax.figure.bbox.height
 
 
+def _points(x_px: float, y_px: float) -> tuple[float, float]:
+    """A pixel offset at `DPI` in points: points scale with the figure when matplotlib writes
+    SVG (at 72 dpi), pixels would not."""
+    return x_px * 72 / DPI, y_px * 72 / DPI
+
+
 def _heading(ax: Axes, title: str, note: str) -> None:
-    ax.annotate(title, (0, 1), xycoords="axes fraction", xytext=(-50, 44), textcoords="offset pixels",
+    ax.annotate(title, (0, 1), xycoords="axes fraction", xytext=_points(-50, 44), textcoords="offset points",
                 fontsize=FONT_PT + 2, fontweight="bold", color=INK)
     if note:
-        ax.annotate(note, (0, 1), xycoords="axes fraction", xytext=(-50, 26), textcoords="offset pixels",
+        ax.annotate(note, (0, 1), xycoords="axes fraction", xytext=_points(-50, 26), textcoords="offset points",
                     fontsize=FONT_PT, color="#555555")
 
 
-def _bar(ax: Axes, i: int, bar: Any, width_px: float, px_per_gib: float) -> None:
+def _bar(ax: Axes, i: int, bar: Any, width_px: float, px_per_gib: float, tags: Any = None) -> None:
     bottom = 0.0
     font_px = FONT_PT * DPI / 72
+    if tags is not None:  # an empty, invisible patch whose SVG group carries the bar's data
+        from matplotlib.patches import Rectangle
+
+        ax.add_patch(Rectangle((i - BAR_WIDTH / 2, 0), BAR_WIDTH, 0, fill=False, linewidth=0, gid=tags.bar(bar)))
     for s in bar.segments:
         height = s.num_bytes / GiB
-        ax.bar(i, height, BAR_WIDTH, bottom, color=s.colour, edgecolor="white", linewidth=0.6,
-               hatch="///" if s.hatched else None)
+        drawn = ax.bar(i, height, BAR_WIDTH, bottom, color=s.colour, edgecolor="white", linewidth=0.6,
+                       hatch="///" if s.hatched else None)
+        if tags is not None:
+            drawn.patches[0].set_gid(tags.segment(bar, s))
         lines = segment_text(s, width_px, height * px_per_gib, font_px)
         if lines:
             box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.75, "pad": 0.6} if s.hatched else None
@@ -106,10 +136,10 @@ def _bar(ax: Axes, i: int, bar: Any, width_px: float, px_per_gib: float) -> None
                     color=INK if s.hatched else text_colour(s.colour), linespacing=1.1, bbox=box)
         bottom += height
     peak = bar.peak_bytes / GiB
-    ax.annotate(size_label(bar.peak_bytes), (i, peak), xytext=(0, 4), textcoords="offset pixels", ha="center",
+    ax.annotate(size_label(bar.peak_bytes), (i, peak), xytext=_points(0, 4), textcoords="offset points", ha="center",
                 fontsize=FONT_PT + 0.5, fontweight="bold", color=RED if bar.over else INK)
     if bar.mark:
-        ax.annotate(bar.mark, (i, peak), xytext=(0, 18), textcoords="offset pixels", ha="center", fontsize=FONT_PT,
+        ax.annotate(bar.mark, (i, peak), xytext=_points(0, 18), textcoords="offset points", ha="center", fontsize=FONT_PT,
                     style="italic", color=RED if bar.mark == "binding" else "#b35900")
     if bar.bracket:
         x = i + BAR_WIDTH / 2 + 0.03
@@ -120,7 +150,9 @@ def _bar(ax: Axes, i: int, bar: Any, width_px: float, px_per_gib: float) -> None
                     fontsize=FONT_PT - 0.5, color="#7a3d63")
 
 
-def draw_panel(ax: Axes, panel: Panel) -> None:
+def draw_panel(ax: Axes, panel: Panel, tags: Any = None) -> None:
+    """One panel's bars, limit lines and labels; ``tags`` (`svg.SvgTags`) names each bar and
+    block for the SVG."""
     _heading(ax, panel.title, panel.note)
     if not panel.bars:
         ax.set_axis_off()
@@ -129,7 +161,9 @@ def draw_panel(ax: Axes, panel: Panel) -> None:
     width_px, height_px = _px(ax)
     ax.set_xlim(-0.5, n - 0.5)
     ax.set_ylim(0, ymax)
-    ax.set_yticks([t / GiB for t in nice_ticks(panel.ymax_bytes)])
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
     ax.set_ylabel("GiB", fontsize=FONT_PT + 1, color="#555555")
     ax.tick_params(labelsize=FONT_PT + 0.5, colors="#444444")
     ax.grid(axis="y", color="#e6e6e6", linewidth=0.8)
@@ -137,13 +171,13 @@ def draw_panel(ax: Axes, panel: Panel) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     for i, bar in enumerate(panel.bars):
-        _bar(ax, i, bar, width_px / n * BAR_WIDTH, height_px / ymax)
+        _bar(ax, i, bar, width_px / n * BAR_WIDTH, height_px / ymax, tags)
     for line, offset in zip(panel.lines, line_offsets(panel)):
         colour = RED if line.hard else GREY
         ax.axhline(line.num_bytes / GiB, color=colour, linewidth=1.4, linestyle=(0, (6, 4)) if line.hard else ":")
         va = "center" if offset == 0 else "top" if offset > 0 else "bottom"
-        ax.annotate(line.label, (1, line.num_bytes / GiB), xycoords=("axes fraction", "data"), xytext=(6, 0),
-                    textcoords="offset pixels", ha="left", va=va, fontsize=FONT_PT, color=colour, linespacing=1.1,
+        ax.annotate(line.label, (1, line.num_bytes / GiB), xycoords=("axes fraction", "data"), xytext=_points(6, 0),
+                    textcoords="offset points", ha="left", va=va, fontsize=FONT_PT, color=colour, linespacing=1.1,
                     annotation_clip=False)
     ax.set_xticks(range(n), [b.phase for b in panel.bars])
     for label, bar in zip(ax.get_xticklabels(), panel.bars):
