@@ -245,7 +245,8 @@ MODEL = "model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\n"
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("# oomless: trl==0.19\n" + MODEL, "trl version: 0.19 is not supported; supported: >=1.0,<2"),
+    ("# oomless: trl==0.13\n" + MODEL, "trl version: 0.13 is not supported; supported: >=0.14,<2"),
+    ("# oomless: trl==2.0\n" + MODEL, "trl version: 2.0 is not supported; supported: >=0.14,<2"),
     (MODEL + "beta: lots\n", "beta: 'lots' is not a number"),
     (MODEL + "use_vllm: maybe\n", "use_vllm: 'maybe' is not a boolean"),
     (MODEL + "use_peft: true\nload_in_8bit: true\n", "load_in_8bit: an 8-bit base is not planned"),

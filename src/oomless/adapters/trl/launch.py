@@ -20,6 +20,7 @@ from ...catalog.models import ModelArch
 from ...errors import InputError
 from ..common import ShellCommand, load_yaml_mapping, parse_flags, parse_shell, to_bool, to_float, to_int
 from ..deepspeed_json import distribution_from_deepspeed
+from . import versions as TV
 
 if TYPE_CHECKING:
     from .reader import Keys
@@ -218,9 +219,11 @@ def _visible(env: Mapping[str, str]) -> int | None:
 
 
 def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], hardware: Any,
-            sequences_per_rank: int, notes: list[str]) -> tuple[dict[str, Any], int]:
-    """(the spec's rollout section, GPUs per node). ``sequences_per_rank`` is
-    per_device_train_batch_size × steps_per_generation (TRL's colocated max_num_seqs / TP)."""
+            sequences_per_rank: int, notes: list[str], prompt_truncation: int | None = None,
+            completion: int = 512) -> tuple[dict[str, Any], int]:
+    """(the spec's rollout section, GPUs per node) under TRL ``keys.version`` (versions.py).
+    ``sequences_per_rank`` is TRL's colocated max_num_seqs / TP; ``prompt_truncation`` +
+    ``completion`` is the colocated engine's max_model_len before TRL 0.26."""
     processes = launch.processes_per_node
     colocate_keys = ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_enable_sleep_mode",
                      "vllm_max_model_length")
@@ -229,11 +232,19 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
             keys.ignore(name, "no effect: use_vllm is false (transformers generate)")
         return {"engine": "hf"}, processes
     graphs = vllm >= GRAPHS_IN_BUDGET
-    if keys.get("vllm_device") is not None and "vllm_mode" not in keys.values:
-        return _legacy_device(keys, launch, arch, graphs, notes)
-    mode = str(keys.get("vllm_mode", "colocate"))
+    placement = TV.vllm_placement(keys.version)
+    if placement == "device" or (keys.get("vllm_device") is not None and "vllm_mode" not in keys.values
+                                 and placement == "mode"):
+        return _legacy_device(keys, launch, arch, graphs, hardware, notes)
+    if placement == "server":
+        for name in ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype", "vllm_max_model_len"):
+            keys.ignore(name, f"deprecated and unused in TRL {'.'.join(map(str, keys.version[:2]))}: "
+                              "vLLM runs as `trl vllm-serve`")
+        return _server(launch, arch, graphs, hardware, notes)
+    default_mode = str(keys.default("vllm_mode", "colocate"))
+    mode = str(keys.get("vllm_mode", default_mode))
     spare = (hardware.gpus_per_node or 0) - processes
-    if "vllm_mode" not in keys.values and launch.server is None and spare > 0:
+    if "vllm_mode" not in keys.values and default_mode == "colocate" and launch.server is None and spare > 0:
         mode = "server"
         notes.append(f"vllm_mode unset and --gpus-per-node leaves {spare} GPU(s) beside the {processes} training "
                      "processes: planned as TRL 0.18-0.2x's default, vllm_mode server (`trl vllm-serve` on them)")
@@ -241,13 +252,14 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
         tp = keys.int("vllm_tensor_parallel_size", 1)
         if processes % tp:
             raise InputError("vllm_tensor_parallel_size", f"{tp} does not divide the {processes} processes per node")
-        out = {"engine": "vllm_colocate", "gpu_memory_utilization": keys.float("vllm_gpu_memory_utilization", 0.3),
-               "tensor_parallel_size": tp,
-               "max_model_len": keys.int("vllm_max_model_length") or arch.max_position_embeddings,
-               "max_num_seqs": sequences_per_rank * tp, "max_num_batched_tokens": COLOCATE_MAX_NUM_BATCHED_TOKENS,
-               "cuda_graphs_in_budget": graphs}
+        utilization = keys.default("vllm_gpu_memory_utilization", 0.3)
+        out = {"engine": "vllm_colocate", "gpu_memory_utilization": keys.float("vllm_gpu_memory_utilization", utilization),
+               "tensor_parallel_size": tp, "max_model_len": _colocate_model_len(keys, arch, prompt_truncation, completion),
+               "max_num_seqs": sequences_per_rank * tp, "cuda_graphs_in_budget": graphs}
+        if keys.version >= TV.COLOCATE_BATCHED_TOKENS_FROM:
+            out["max_num_batched_tokens"] = COLOCATE_MAX_NUM_BATCHED_TOKENS
         if keys.bool("vllm_enable_sleep_mode", False):
-            out["sleep_level"] = 2
+            out["sleep_level"] = 2 if keys.version >= TV.SLEEP_LEVEL_2_FROM else 1
         return out, processes
     if mode != "server":
         raise InputError("vllm_mode", f"{mode!r} is not allowed; allowed: colocate, server")
@@ -256,24 +268,40 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
     return _server(launch, arch, graphs, hardware, notes)
 
 
-LEGACY_VLLM_UTILIZATION = 0.9
-"""TRL 0.14-0.17 `vllm_gpu_memory_utilization` default (one engine on its own GPU)."""
+def _colocate_model_len(keys: Keys, arch: ModelArch, prompt_truncation: int | None, completion: int) -> int:
+    """`vllm_max_model_length` from TRL 0.26; before, max_prompt_length + max_completion_length
+    (vLLM's own, the model's, when prompts are not truncated). Source: versions.py."""
+    given = keys.int("vllm_max_model_length")
+    if given is not None:
+        return given
+    if keys.version < TV.VLLM_MAX_MODEL_LENGTH_FROM and prompt_truncation is not None:
+        return prompt_truncation + completion
+    return arch.max_position_embeddings
 
 
-def _legacy_device(keys: Keys, launch: Launch, arch: ModelArch, graphs: bool, notes: list[str]) -> tuple[dict[str, Any], int]:
-    """TRL 0.14-0.17 `vllm_device`: one vLLM engine in the main process on one GPU. "auto" (the
-    default) takes the GPU after the training processes (`cuda:{num_processes}`), so the run
-    uses processes + 1 GPUs; a `cuda:K` among the training GPUs shares GPU K with rank K, the
-    GPU that binds, planned as colocated. Source: trl 0.14-0.17 grpo_trainer.py
-    (`vllm_device == "auto"` → next GPU index; `LLM(..., gpu_memory_utilization,
-    max_model_len=vllm_max_model_len)`), grpo_config.py (defaults "auto", 0.9)."""
+LAST_ENGINE_ON_DEVICE = (0, 15)
+"""The release a `vllm_device` key is read under when the stated one has none (versions.py)."""
+
+
+def _legacy_device(keys: Keys, launch: Launch, arch: ModelArch, graphs: bool, hardware: Any,
+                   notes: list[str]) -> tuple[dict[str, Any], int]:
+    """TRL 0.14-0.15 `vllm_device`: one vLLM engine in the main process on one GPU. "auto" (the
+    default) takes the GPU after the training processes (`cuda:{num_processes}`; from 0.15 cuda:0
+    on a one-GPU machine), so the run uses processes + 1 GPUs; a `cuda:K` among the training GPUs
+    shares GPU K with rank K, the GPU that binds, planned as colocated. Source: trl 0.14.0 and
+    0.15.2 grpo_trainer.py (`vllm_device == "auto"` → next GPU index; `LLM(..., device,
+    gpu_memory_utilization, max_model_len=vllm_max_model_len)`), grpo_config.py (defaults "auto",
+    0.9). A config with `vllm_device` and no version directive is read this way too."""
     processes = launch.processes_per_node
-    device = str(keys.get("vllm_device"))
-    index = processes if device == "auto" else to_int("vllm_device", device.rpartition(":")[2] or "0", minimum=0)
+    release = min(keys.version, LAST_ENGINE_ON_DEVICE)
+    device = str(keys.get("vllm_device") or TV.default("vllm_device", release, "auto"))
+    one_gpu = hardware.gpus_per_node == 1 and keys.version >= TV.COMPLETIONS_PER_DEVICE_BATCH
+    index = (0 if one_gpu else processes) if device == "auto" else to_int("vllm_device", device.rpartition(":")[2] or "0", minimum=0)
     length = keys.int("vllm_max_model_len") or keys.int("vllm_max_model_length") or arch.max_position_embeddings
-    out = {"gpu_memory_utilization": keys.float("vllm_gpu_memory_utilization", LEGACY_VLLM_UTILIZATION),
+    utilization = TV.default("vllm_gpu_memory_utilization", release, None)
+    out = {"gpu_memory_utilization": keys.float("vllm_gpu_memory_utilization", utilization),
            "tensor_parallel_size": 1, "max_model_len": length, "cuda_graphs_in_budget": graphs}
-    notes.append(f"vllm_device: TRL <= 0.17: one vLLM engine on cuda:{index}")
+    notes.append(f"vllm_device: TRL <= 0.15: one vLLM engine on cuda:{index}")
     if index >= processes:
         return {**out, "engine": "vllm_separate", "num_gpus": 1}, processes + 1
     notes.append(f"vllm_device cuda:{index} is a training GPU: planned as vLLM colocated with every rank "

@@ -13,17 +13,19 @@ How the files are passed (the way TRL's own CLI takes them):
   accelerate config's `deepspeed_config.deepspeed_config_file`; inline accelerate DeepSpeed
   settings (`zero_stage`, `offload_*_device`) are read as accelerate expands them.
 - A comment `# oomless: trl==1.16 vllm==0.21 max_prompt_tokens=512` states the versions and the
-  longest prompt: TRL 1.x does not truncate prompts (GRPOConfig has no max_prompt_length).
+  longest prompt: TRL 0.26+ does not truncate prompts (max_prompt_length None, gone in 0.28).
   Without it the prompt bound is vllm_max_model_length - max_completion_length, else the model's
   max_position_embeddings - max_completion_length (noted).
 
-Defaults are TRL 1.16.0's (`trl/trainer/grpo_config.py`, `trl/trainer/model_config.py`,
-`trl/generation/vllm_generation.py`, read from the installed package): beta 0.0,
-per_device_train_batch_size 8, num_generations 8, max_completion_length 512, bf16 unless fp16,
-gradient_checkpointing true, optim adamw_torch_fused, use_vllm false, vllm_mode colocate,
-vllm_gpu_memory_utilization 0.3, colocated engines with max_num_batched_tokens 4096 and
-max_num_seqs = per_device_train_batch_size × TP × steps_per_generation, sleep level 2; ModelConfig
-dtype float32, lora_r 16, lora_alpha 32, lora_dropout 0.05, target modules PEFT's per-family default.
+Versions: TRL 0.14 … 1.x. Each key is read under the stated release (`# oomless: trl==0.19`;
+without one, TRL 1.16): its default from the generated key tables (GRPOConfig/ModelConfig, else
+TrainingArguments), and the release's batch rule, vLLM placement, colocated-engine sizing and
+log-prob path (`versions.py`, each cited to that release's grpo_trainer.py / grpo_config.py).
+TRL 1.16.0's defaults, for reference: beta 0.0, per_device_train_batch_size 8, num_generations 8,
+max_completion_length 512, gradient_checkpointing true, vllm_mode colocate,
+vllm_gpu_memory_utilization 0.3, colocated max_num_batched_tokens 4096 and max_num_seqs =
+per_device_train_batch_size × TP × steps_per_generation, sleep level 2; ModelConfig dtype
+float32, lora_r 16, lora_alpha 32, lora_dropout 0.05, target modules PEFT's per-family default.
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ from ..deepspeed_json import distribution_from_deepspeed
 from .. import key_tables as KT
 from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT
 
-SUPPORTED_VERSIONS = ">=1.0,<2"
-"""TRL 1.x; defaults of 1.16.0 (earlier 1.x releases may differ in batch and vLLM defaults)."""
-MIN_VERSION, MAX_VERSION, LATEST = (1, 0), (2,), (1, 16)
+from . import versions as TV
+from .versions import LATEST, SUPPORTED_VERSIONS
+
 VLLM_DEFAULT = (0, 21)
 PEFT_DEFAULT_TARGETS = ["q_proj", "v_proj"]
 PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"})
@@ -81,10 +83,16 @@ def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int,
 class Keys:
     """Config keys (YAML values or CLI strings) with typed access that records what was read."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, Any], version: tuple[int, ...] = LATEST) -> None:
         self.values = dict(values)
+        self.version = version
+        """The TRL release the keys are read under (defaults from the key tables)."""
         self.used: set[str] = set()
         self.ignored: list[str] = []
+
+    def default(self, name: str, fallback: Any = None) -> Any:
+        """``name``'s default in this TRL release (versions.default: the generated key tables)."""
+        return TV.default(name, self.version, fallback)
 
     def get(self, name: str, default: Any = None) -> Any:
         self.used.add(name)
@@ -147,7 +155,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
     notes: list[str] = []
     trl_version, vllm, prompt_directive = _versions(read_directives(launch.directives_text), notes)
-    keys = Keys(read_legacy(launch.config, notes, trl_version))
+    keys = Keys(read_legacy(launch.config, notes, trl_version), trl_version)
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     ignored = launch.ignored + keys.leftover()
@@ -159,7 +167,7 @@ def _versions(directives: Mapping[str, str], notes: list[str]) -> tuple[tuple[in
     if unknown:
         raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens")
     version = parse_version("trl version", directives["trl"]) if "trl" in directives else LATEST
-    if not MIN_VERSION <= version < MAX_VERSION:
+    if not TV.MIN_VERSION <= version < TV.MAX_VERSION:
         raise InputError("trl version", f"{directives['trl']} is not supported; supported: {SUPPORTED_VERSIONS}")
     if "trl" not in directives:
         notes.append(f"TRL {version_text(LATEST)} assumed (add `# oomless: trl==X.Y` to the config)")
@@ -186,11 +194,11 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     spec["finetune"] = finetune
     distribution, half, ds_optimizer, keeps_master = _distribution(keys, launch, read)
     spec["distribution"] = distribution
-    spec["precision"] = _precision(keys, half, keeps_master, finetune["method"], notes)
+    spec["precision"] = _precision(keys, half, keeps_master, finetune["method"], notes, launch)
     optimizer = hf_optimizer("optim", ds_optimizer or keys.get("optim", "adamw_torch_fused"))
     if optimizer != "adamw":
         spec["optimizer"] = optimizer
-    spec["gradient_checkpointing"] = keys.bool("gradient_checkpointing", True)
+    spec["gradient_checkpointing"] = keys.bool("gradient_checkpointing", bool(keys.default("gradient_checkpointing", False)))
     attention = _attention(keys.get("attn_implementation"), notes)
     if attention:
         spec["attention"] = attention
@@ -198,9 +206,11 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
         spec["logits"] = "fused"
     elif keys.bool("cast_lm_head_to_fp32", False):
         spec["logits"] = "full_fp32"
-    else:  # TRL >= 1.0 scores log-probs through its tiled LM head (trl/kernels/chunked_logprob.py)
+    elif keys.version >= TV.CHUNKED_HEAD_FROM:  # the tiled LM head (trl/kernels/chunked_logprob.py)
         spec["logits"] = "chunked_head"
-    spec["kl_beta"] = keys.float("beta", 0.0)
+    else:  # TRL <= 1.14: full logits, log-softmax row by row in the model dtype (versions.py)
+        spec["logits"] = "full_bf16"
+    spec["kl_beta"] = keys.float("beta", float(keys.default("beta", 0.0)))
     if keys.get("reward_model_name_or_path"):
         spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
@@ -208,7 +218,10 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _batch(keys, processes * nodes)
     steps = spec["batch"].get("steps_per_generation") or spec["batch"]["gradient_accumulation_steps"]
-    rollout, gpus = TL.rollout(keys, launch, arch, vllm, hardware, spec["batch"]["micro_batch_size"] * steps, notes)
+    if keys.version < TV.MAX_NUM_SEQS_WITH_STEPS:
+        steps = spec["batch"]["gradient_accumulation_steps"]
+    rollout, gpus = TL.rollout(keys, launch, arch, vllm, hardware, spec["batch"]["micro_batch_size"] * steps, notes,
+                               _prompt_truncation(keys), _completion_length(keys))
     spec["rollout"] = rollout
     spec["lengths"] = _lengths(keys, arch, rollout, prompt_directive, spec, notes)
     spec["hardware"] = _hardware(hardware, gpus, nodes)
@@ -273,12 +286,14 @@ def _json(read: Callable[[str], str], name: str) -> Any:
     return load_json(read(name), name)
 
 
-def _precision(keys: Keys, half: str, keeps_master: bool, method: str, notes: list[str]) -> str:
+def _precision(keys: Keys, half: str, keeps_master: bool, method: str, notes: list[str], launch: TL.Launch) -> str:
     """fp16 → fp16_mixed. DeepSpeed/FSDP keep fp32 master weights → bf16_mixed. Plain DDP: full
     fine-tuning of bf16 weights is pure bf16, of fp32 weights (ModelConfig's default dtype) under
     bf16 autocast the same 16 B/param as mixed; PEFT adapters are fp32 (autocast_adapter_dtype)."""
     fp16 = keys.bool("fp16", False)
     bf16 = keys.bool("bf16", None)
+    if bf16 is None and not fp16 and keys.version < TV.BF16_DEFAULTED_FROM:
+        bf16 = _bf16_before_0_19(keys, half, launch)
     dtype = str(keys.get("dtype", "float32"))
     if dtype not in ("float32", "bfloat16", "float16", "auto"):
         raise InputError("dtype", f"{dtype!r} is not allowed; allowed: auto, bfloat16, float16, float32")
@@ -298,6 +313,15 @@ def _precision(keys: Keys, half: str, keeps_master: bool, method: str, notes: li
     return "bf16"
 
 
+def _bf16_before_0_19(keys: Keys, half: str, launch: TL.Launch) -> bool:
+    """TRL < 0.19: an unset bf16 is TrainingArguments' False, so the run is bf16 only where
+    accelerate's mixed precision or the DeepSpeed config says bf16."""
+    if half == "bf16" or str(launch.accelerate.get("mixed_precision", "")).lower() == "bf16":
+        return True
+    raise InputError("bf16", f"unset: TRL {version_text(keys.version)} then trains in fp32 (TrainingArguments' "
+                     "default; GRPOConfig defaults it from 0.19), which is not planned; set bf16: true")
+
+
 def _attention(value: Any, notes: list[str]) -> str | None:
     if value is None:
         return None
@@ -311,9 +335,13 @@ def _attention(value: Any, notes: list[str]) -> str | None:
 
 
 def _batch(keys: Keys, world: int) -> dict[str, Any]:
-    micro = keys.int("per_device_train_batch_size", 8)
-    out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": keys.int("gradient_accumulation_steps", 1),
-                           "num_generations": keys.int("num_generations", 8)}
+    micro = keys.int("per_device_train_batch_size", keys.default("per_device_train_batch_size", 8))
+    accumulation = keys.int("gradient_accumulation_steps", keys.default("gradient_accumulation_steps", 1))
+    generations = keys.int("num_generations", keys.default("num_generations", 8))
+    if keys.version < TV.COMPLETIONS_PER_DEVICE_BATCH:  # TRL 0.14: the batch counts prompts
+        micro *= generations
+    out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation,
+                           "num_generations": generations}
     if keys.bool("padding_free", False):
         out["padding_free"] = True
     steps = keys.int("steps_per_generation")
@@ -327,32 +355,46 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
         steps = generation_batch // (micro * world)
     if steps is not None:
         out["steps_per_generation"] = steps
-    total = micro * world * (steps or out["gradient_accumulation_steps"])
     if out["num_generations"] < 2:
         raise InputError("num_generations", f"{out['num_generations']}: GRPO needs at least 2 completions per prompt (TRL)")
-    if total % out["num_generations"]:
-        raise InputError("num_generations", f"{out['num_generations']} does not divide the generation batch of "
-                         f"{total} completions (TRL rejects this)")
+    rule = TV.generation_batch_rule(keys.version, micro, world, accumulation, steps)
+    if rule is not None and rule[0] % out["num_generations"]:
+        total, formed = rule
+        raise InputError("num_generations", f"{out['num_generations']} does not divide the generation batch of {total} "
+                         f"completions ({formed}; TRL {version_text(keys.version)} rejects this)")
     return out
 
 
 def _lengths(keys: Keys, arch: ModelArch, rollout: Mapping[str, Any], prompt_directive: int | None,
              spec: dict[str, Any], notes: list[str]) -> dict[str, int]:
-    completion = keys.int("max_completion_length", 512)
+    completion = _completion_length(keys)
     if prompt_directive is not None:
         keys.ignore("legacy.max_prompt_length", "the max_prompt_tokens directive bounds prompts instead")
         return {"max_prompt_tokens": prompt_directive, "max_completion_tokens": completion}
-    legacy = keys.int("legacy.max_prompt_length")
+    legacy = _prompt_truncation(keys)
     if legacy is not None:
+        if keys.values.get("legacy.max_prompt_length") is None:
+            notes.append(f"max_prompt_length unset: TRL {version_text(keys.version)} truncates prompts to its "
+                         f"default {legacy} tokens")
         return {"max_prompt_tokens": legacy, "max_completion_tokens": completion}
     images = VZ.max_image_tokens(arch.vision) if arch.vision is not None else 0
     bound = rollout.get("max_model_len") or arch.max_position_embeddings
     notes.append(f"no `max_prompt_tokens=` directive: prompts up to {bound} - {completion} - {images} tokens "
-                 "(TRL 1.x does not truncate prompts)")
+                 f"(TRL {version_text(keys.version)} does not truncate prompts)")
     prompt = bound - completion - images
     if prompt < 1:
         raise InputError("max_completion_length", f"{completion} leaves no prompt within {bound} tokens")
     return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
+
+
+def _completion_length(keys: Keys) -> int:
+    return keys.int("max_completion_length", keys.default("max_completion_length", 512))
+
+
+def _prompt_truncation(keys: Keys) -> int | None:
+    """The length TRL truncates prompts to: max_prompt_length as given, else its default in the
+    release (512 up to 0.25, None from 0.26: no truncation; none in 0.28+), from the key table."""
+    return keys.int("legacy.max_prompt_length", keys.default("max_prompt_length"))
 
 
 def _hardware(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
