@@ -61,3 +61,18 @@ def test_when_nothing_fits_the_plan_says_so_and_leaves_the_trainer_the_most_room
     assert kv_holds_a_sequence(plan)
     below = round(chosen - UTILIZATION_STEP, 2)
     assert below <= 0 or not kv_holds_a_sequence(plan_of(_with(data, gpu_memory_utilization=below)))
+
+
+def test_when_only_a_typical_batch_can_fit_the_largest_utilization_for_it_is_chosen() -> None:
+    # 30k-token completion limit, typically 1.5k: the longest batch fits at no utilization.
+    data = {"model": "Qwen/Qwen2.5-7B-Instruct", "hardware": {"gpu": "A100-80GB", "gpus_per_node": 8},
+            "batch": {"micro_batch_size": 1, "gradient_accumulation_steps": 16}, "logits": "fused",
+            "lengths": {"max_prompt_tokens": 1024, "max_completion_tokens": 30000, "typical_completion_tokens": 1500,
+                        "completion_clip_fraction": 0.001}}
+    plan = plan_of(data)
+    (note,) = plan.notes
+    assert "typical batch" in note and plan.verdict == "fits_typical"
+    chosen = plan.spec.rollout.gpu_memory_utilization
+    assert plan.typical is not None and room_for_trainer(plan.typical, DEFAULT_MARGIN_FRACTION)
+    above = plan_of(_with(data, gpu_memory_utilization=round(chosen + UTILIZATION_STEP, 2)))
+    assert above.typical is not None and not room_for_trainer(above.typical, DEFAULT_MARGIN_FRACTION)

@@ -76,14 +76,25 @@ def _first_true(test: Callable[[int], bool], low: int, high: int) -> int | None:
     return low
 
 
-def choose_utilization(spec: RunSpec, plan_of: Callable[[RunSpec], Plan]) -> tuple[RunSpec, str]:
-    """The spec with a utilization set, and the note that says how it was chosen."""
+def choose_utilization(spec: RunSpec, plan_of: Callable[[RunSpec], Plan],
+                       typical_of: Callable[[RunSpec], Plan | None] = lambda s: None) -> tuple[RunSpec, str]:
+    """The spec with a utilization set, and the note that says how it was chosen: the largest
+    with which the worst batch fits (with the margin, else without); when none does, the
+    largest with which a typical batch does (the plan then weighs the chance of the worst);
+    else the smallest whose KV cache holds one sequence, leaving the trainer the most room."""
     cache: dict[int, Plan] = {}
+    typical: dict[int, Plan | None] = {}
 
     def plan_at(k: int) -> Plan:
         if k not in cache:
             cache[k] = plan_of(_with(spec, k))
         return cache[k]
+
+    def typical_fits(k: int) -> bool:
+        if k not in typical:
+            typical[k] = typical_of(_with(spec, k))
+        plan = typical[k]
+        return plan is not None and room_for_trainer(plan, DEFAULT_MARGIN_FRACTION)
 
     field = "rollout.gpu_memory_utilization not set"
     for fraction, how in ((DEFAULT_MARGIN_FRACTION, f"with a {DEFAULT_MARGIN_FRACTION:.0%} margin"),
@@ -91,6 +102,10 @@ def choose_utilization(spec: RunSpec, plan_of: Callable[[RunSpec], Plan]) -> tup
         k = _last_true(lambda k, f=fraction: room_for_trainer(plan_at(k), f), 1, NUM_STEPS)
         if k is not None and kv_holds_a_sequence(plan_at(k)):
             return _with(spec, k), f"{field}: chose {_u(k)}, the largest that fits beside the trainer {how}"
+    k = _last_true(typical_fits, 1, NUM_STEPS)
+    if k is not None and kv_holds_a_sequence(plan_at(k)):
+        return _with(spec, k), (f"{field}: chose {_u(k)}, the largest with which a typical batch fits beside the trainer "
+                                f"with a {DEFAULT_MARGIN_FRACTION:.0%} margin (the longest batch fits at none)")
     k = _first_true(lambda k: kv_holds_a_sequence(plan_at(k)), 1, NUM_STEPS)
     if k is None:
         return _with(spec, NUM_STEPS), (f"{field}: even vLLM's default {VLLM_DEFAULT_UTILIZATION} leaves no KV cache "
@@ -107,9 +122,11 @@ def _with(spec: RunSpec, k: int) -> RunSpec:
     return spec.model_copy(update={"rollout": spec.rollout.model_copy(update={"gpu_memory_utilization": _u(k)})})
 
 
-def resolve_defaults(spec: RunSpec, plan_of: Callable[[RunSpec], Plan]) -> tuple[RunSpec, tuple[str, ...]]:
-    """The spec with every planner-chosen default set, and one note per choice."""
+def resolve_defaults(spec: RunSpec, plan_of: Callable[[RunSpec], Plan],
+                     typical_of: Callable[[RunSpec], Plan | None] = lambda s: None) -> tuple[RunSpec, tuple[str, ...]]:
+    """The spec with every planner-chosen default set, and one note per choice. ``plan_of``
+    plans a spec's worst batch, ``typical_of`` its typical batch (None when the same)."""
     if not utilization_unset(spec):
         return spec, ()
-    spec, note = choose_utilization(spec, plan_of)
+    spec, note = choose_utilization(spec, plan_of, typical_of)
     return spec, (note,)

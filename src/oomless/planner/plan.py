@@ -241,7 +241,8 @@ def make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[R
     plans; `oomless plan` asks for it, the fit search does not). Fields the planner chooses when
     the spec leaves them unset (`planner.defaults`) are set in the plan's spec and named in
     its notes."""
-    spec, notes = resolve_defaults(spec, lambda s: plan_batch(s, arch, gpu, archs))
+    spec, notes = resolve_defaults(spec, lambda s: plan_batch(s, arch, gpu, archs),
+                                   lambda s: typical_batch_plan(s, arch, gpu, archs))
     plan = _make_plan(spec, arch, gpu, archs, explain)
     return dataclasses.replace(plan, notes=notes) if notes else plan
 
@@ -252,18 +253,26 @@ def _make_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, archs: dict[
     if explain and not worst.worst_fits:
         longest = longest_fitting_prompt(spec, arch, gpu, archs)
         worst = dataclasses.replace(worst, longest_fitting_prompt_tokens=longest)
-    members = 1 if spec.batch.max_tokens_per_gpu is not None else spec.batch.micro_batch_size
-    lengths = typical_lengths(spec, arch, members)
-    budgets = spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None
-    if lengths == limit_lengths(spec) and not budgets:
+    typical = typical_batch_plan(spec, arch, gpu, archs)
+    if typical is None:
         return worst
-    typical = plan_batch(spec, arch, gpu, archs, lengths, worst=False)
     risk = None
     if not worst.worst_fits and typical.worst_fits:
         per_step = spec.batch.micro_batch_size * spec.batch.gradient_accumulation_steps
         ranks = worst.models[Role.actor].num_shards // spec.distribution.sequence_parallel_size
         risk = batch_risk(spec, arch, per_step * max(ranks, 1), lambda x: plan_batch(spec, arch, gpu, archs, x).worst_fits)
     return dataclasses.replace(worst, typical=typical, risk=risk)
+
+
+def typical_batch_plan(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None,
+                       archs: dict[Role, ModelArch] | None = None) -> Plan | None:
+    """The plan of a typical step's batch, or None when it is the worst batch."""
+    members = 1 if spec.batch.max_tokens_per_gpu is not None else spec.batch.micro_batch_size
+    lengths = typical_lengths(spec, arch, members)
+    budgets = spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None
+    if lengths == limit_lengths(spec) and not budgets:
+        return None
+    return plan_batch(spec, arch, gpu, archs, lengths, worst=False)
 
 
 def longest_fitting_prompt(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None,
