@@ -242,3 +242,77 @@ def vlmr1_specs(draw: st.DrawFn) -> RunSpec:
 @given(vlmr1_specs())
 def test_vlmr1_round_trip_keeps_the_spec(spec: RunSpec) -> None:
     assert_round_trip("vlmr1", spec)
+
+
+# --- OpenRLHF --------------------------------------------------------------------------------
+
+OPENRLHF_TABLE = KT.load("openrlhf")
+
+
+def _pairs(draw: st.DrawFn, roles: list[str], sizes: tuple[int, ...] = (1, 2, 4)) -> list[dict[str, Any]]:
+    """OpenRLHF's training groups in the order its reader lists them: actor with reference
+    (`colocate_actor_ref`) or apart, then critic with reward (`colocate_critic_reward`) or apart."""
+    groups = []
+    for first, second in (("actor", "reference"), ("critic", "reward")):
+        present = [r for r in (first, second) if r in roles]
+        together = len(present) == 2 and draw(st.booleans())
+        for members in ([present] if together else [[r] for r in present]):
+            groups.append({"roles": members, "gpus_per_node": draw(st.sampled_from(sizes))})
+    return groups
+
+
+@st.composite
+def openrlhf_specs(draw: st.DrawFn) -> RunSpec:
+    algorithm, kl = draw(st.sampled_from(["grpo", "rloo", "ppo"])), draw(st.sampled_from([0.0, 0.001]))
+    reward = draw(st.sampled_from([None, "Qwen/Qwen2.5-0.5B-Instruct"]))
+    roles = ["actor"] + ["reference"] * (kl > 0) + ["critic"] * (algorithm == "ppo") + ["reward"] * (reward is not None)
+    engine, nodes = draw(st.sampled_from(["vllm_colocate", "vllm_separate", "hf"])), draw(st.sampled_from([1, 2]))
+    rollout: dict[str, Any] = {"engine": engine}
+    if engine == "vllm_colocate":
+        size = draw(st.sampled_from([2, 4, 8]))
+        groups = [{"roles": [*roles, "vllm"], "gpus_per_node": size}]
+        tp = draw(st.sampled_from([t for t in (1, 2, 4) if size * nodes % t == 0]))
+        rollout["sleep_level"] = draw(st.sampled_from([0, 1]))
+    else:
+        groups = _pairs(draw, roles)
+        if engine == "vllm_separate":
+            size = draw(st.sampled_from([1, 2, 4]))
+            tp = draw(st.sampled_from([t for t in (1, 2, 4) if size % t == 0]))
+            groups.append({"roles": ["vllm"], "gpus_per_node": size})
+            rollout["num_gpus"] = size
+    if engine != "hf":
+        rollout.update(tensor_parallel_size=tp, gpu_memory_utilization=draw(st.sampled_from([0.5, 0.8])),
+                       enforce_eager=draw(st.booleans()), engine_in_trainer_process=False, engine_starts_first=True)
+    lens = draw(lengths())
+    micro, packed = draw(st.integers(1, 8)), draw(st.booleans())
+    batch: dict[str, Any] = {"micro_batch_size": micro, "logprob_micro_batch_size": draw(st.sampled_from([1, 4, 16])),
+                             "num_generations": draw(st.sampled_from([2, 4, 8])), "padding_free": packed}
+    if draw(st.booleans()):  # dynamic batch: micro-batches are what the token budget holds at the limits
+        sequence = lens["max_prompt_tokens"] + lens["max_completion_tokens"]
+        batch["max_tokens_per_gpu"] = micro * sequence
+        if draw(st.booleans()):
+            batch["logprob_max_tokens_per_gpu"] = batch["logprob_micro_batch_size"] * sequence
+    strategy = draw(st.sampled_from(["ddp", "zero1", "zero2", "zero3"]))
+    return spec_from(
+        {}, model="Qwen/Qwen2.5-1.5B-Instruct", hardware={"gpu": "A100-80GB", "num_nodes": nodes,
+                                                          "gpus_per_node": sum(g["gpus_per_node"] for g in groups)},
+        algorithm=algorithm, kl_beta=kl, reward_model={"model": reward},
+        critic={"model": draw(st.sampled_from([None, "Qwen/Qwen2.5-0.5B-Instruct"])) if algorithm == "ppo" else None},
+        placement={"groups": groups, "process_per_role": True, "offload_idle_models": draw(st.booleans())},
+        rollout=rollout, batch=batch, lengths=lens, finetune=draw(loras(("full", "lora", "qlora"), (0.0, 0.05))),
+        distribution={"strategy": strategy, "offload_optimizer": strategy != "ddp" and draw(st.booleans()),
+                      "sequence_parallel_size": draw(st.sampled_from([1, 2]))},
+        precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])), gradient_checkpointing=draw(st.booleans()),
+        attention="flash_attention_2" if packed else draw(st.sampled_from(["flash_attention_2", "sdpa", "eager"])),
+        vision={"freeze_tower": draw(st.booleans())}, ray={"enabled": True})
+
+
+@SETTINGS
+@given(openrlhf_specs())
+def test_openrlhf_round_trip_keeps_the_spec_in_both_flag_styles_with_flags_of_each_release(spec: RunSpec) -> None:
+    files = assert_round_trip("openrlhf", spec)
+    assert len(files) == 2
+    for name, version in (("train_ppo_ray.sh", DOTTED), ("train_ppo_ray_classic.sh", CLASSIC)):
+        args = common.command_with(common.parse_shell(files[name], name), MARKERS)[1]
+        flags = [a for a in args if a.startswith("--")]
+        assert flags and [f for f in flags if not OPENRLHF_TABLE.exists_in(f, KT.minor(version))] == []

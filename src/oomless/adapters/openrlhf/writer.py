@@ -134,8 +134,9 @@ def _training_flags(spec: Any, algorithm: str) -> dict[str, Any]:
         c.update(lora_rank=ft.lora_rank, lora_alpha=int(ft.lora_alpha), lora_dropout=ft.lora_dropout or None,
                  lora_targets=ft.lora_targets if isinstance(ft.lora_targets, list) else ["all-linear"],
                  load_in_4bit=ft.method.value == "qlora")
-    if algorithm == "ppo" and spec.critic.model is not None:
-        c["critic_pretrain"] = spec.critic.model
+    if algorithm == "ppo" and (spec.critic.model is not None or spec.reward_model.model is not None):
+        # Without --critic_pretrain, train_ppo_ray starts the critic from the reward model.
+        c["critic_pretrain"] = spec.critic.model or spec.model
     if spec.reward_model.model is not None:
         c["reward_pretrain"] = spec.reward_model.model
     if "images_per_prompt" in spec.vision.model_fields_set:
