@@ -59,9 +59,14 @@ def spec_from(base: dict[str, Any], **sections: Any) -> RunSpec:
         raise
 
 
+NODES_FROM_THE_COMMAND_LINE = ("orz",)
+"""ORZ's experiment file counts GPUs, not nodes: `--nodes` says how they are spread (as `fit --export` passes it)."""
+
+
 def read_back(framework: str, spec: RunSpec, files: dict[str, str]) -> dict[str, RunSpec]:
     """Each launch/config file the writer wrote, read by the framework's reader."""
-    flags = HardwareFlags(gpu=spec.hardware.gpu, host_ram_gib=spec.hardware.host_ram_gib)
+    nodes = spec.hardware.num_nodes if framework in NODES_FROM_THE_COMMAND_LINE else None
+    flags = HardwareFlags(gpu=spec.hardware.gpu, host_ram_gib=spec.hardware.host_ram_gib, num_nodes=nodes)
     with tempfile.TemporaryDirectory() as folder:
         for name, text in files.items():
             (Path(folder) / name).write_text(text, encoding="utf-8")
@@ -316,3 +321,44 @@ def test_openrlhf_round_trip_keeps_the_spec_in_both_flag_styles_with_flags_of_ea
         args = common.command_with(common.parse_shell(files[name], name), MARKERS)[1]
         flags = [a for a in args if a.startswith("--")]
         assert flags and [f for f in flags if not OPENRLHF_TABLE.exists_in(f, KT.minor(version))] == []
+
+
+# --- Open-Reasoner-Zero ----------------------------------------------------------------------
+
+@st.composite
+def orz_specs(draw: st.DrawFn) -> RunSpec:
+    algorithm = draw(st.sampled_from(["grpo", "ppo"]))
+    reward = draw(st.sampled_from([None, "Qwen/Qwen2.5-0.5B-Instruct"]))
+    roles = ["actor", "reference"] + ["critic"] * (algorithm == "ppo") + ["reward"] * (reward is not None)
+    colocate, nodes = draw(st.booleans()), draw(st.sampled_from([1, 2]))
+    rollout: dict[str, Any] = {"engine": "vllm_colocate" if colocate else "vllm_separate", "sleep_level": int(colocate),
+                               "engine_in_trainer_process": False, "engine_starts_first": True,
+                               "gpu_memory_utilization": draw(st.sampled_from([0.3, 0.5])),
+                               "max_num_batched_tokens": draw(st.sampled_from([2048, 8192])),
+                               "enforce_eager": draw(st.booleans()), "max_model_len": draw(st.sampled_from([None, 16384]))}
+    if colocate:  # ORZ colocate_all: every role and one TP-1 engine on each GPU
+        groups = [{"roles": [*roles, "vllm"], "gpus_per_node": draw(st.sampled_from([1, 2, 4, 8]))}]
+    else:
+        groups = _pairs(draw, roles)
+        size = draw(st.sampled_from([1, 2, 4]))
+        groups.append({"roles": ["vllm"], "gpus_per_node": size})
+        rollout.update(num_gpus=size, tensor_parallel_size=draw(st.sampled_from([t for t in (1, 2, 4) if size % t == 0])))
+    strategy = draw(st.sampled_from(["ddp", "zero1", "zero2", "zero3"]))
+    return spec_from(
+        {}, model="Qwen/Qwen2.5-1.5B-Instruct", hardware={"gpu": "A100-80GB", "num_nodes": nodes,
+                                                          "gpus_per_node": sum(g["gpus_per_node"] for g in groups)},
+        algorithm=algorithm, reward_model={"model": reward},
+        critic={"model": draw(st.sampled_from([None, "Qwen/Qwen2.5-0.5B-Instruct"])) if algorithm == "ppo" else None},
+        placement={"groups": groups, "process_per_role": True, "offload_idle_models": colocate}, rollout=rollout,
+        batch={"micro_batch_size": draw(st.integers(1, 8)), "logprob_micro_batch_size": draw(st.sampled_from([1, 4, 16])),
+               "num_generations": draw(st.sampled_from([1, 2, 4, 8]))},
+        lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.01])),
+        distribution={"strategy": strategy, "offload_optimizer": strategy != "ddp" and draw(st.booleans())},
+        precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])), gradient_checkpointing=draw(st.booleans()),
+        attention=draw(st.sampled_from(["flash_attention_2", "eager"])), ray={"enabled": True})
+
+
+@SETTINGS
+@given(orz_specs())
+def test_orz_round_trip_keeps_the_spec_and_its_placement(spec: RunSpec) -> None:
+    assert_round_trip("orz", spec)
