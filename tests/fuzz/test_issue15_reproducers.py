@@ -150,10 +150,10 @@ CASES: list[Case] = [
     ("EasyR1 config= of 300 characters", lambda t: ["plan", "--from", "easyr1", str(written(
         t, "run.sh", "python3 -m verl.trainer.main config=" + "n" * 300 + ".yaml\n")), "--gpu", "H100"], BAD),
     ("VLM-R1 DeepSpeed JSON that is a list", vlmr1_list_json, BAD),
-    ("verl Hydra: interpolation to a missing key", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 128", "ppo_mini_batch_size: ${nope.missing}"), BAD),
-    ("verl Hydra: custom resolver", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 128", "ppo_mini_batch_size: ${eval:1+1}"), BAD),
-    ("verl Hydra: unclosed interpolation", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 128", 'ppo_mini_batch_size: "${oc.select:a"'), BAD),
-    ("verl Hydra: interpolation cycle", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 128", "ppo_mini_batch_size: ${.ppo_epochs}\n    ppo_epochs: ${.ppo_mini_batch_size}"),
+    ("verl Hydra: interpolation to a missing key", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 256", "ppo_mini_batch_size: ${nope.missing}"), BAD),
+    ("verl Hydra: custom resolver", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 256", "ppo_mini_batch_size: ${eval:1+1}"), BAD),
+    ("verl Hydra: unclosed interpolation", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 256", 'ppo_mini_batch_size: "${oc.select:a"'), BAD),
+    ("verl Hydra: interpolation cycle", lambda t: native(t, "verl", VERL, "ppo_mini_batch_size: 256", "ppo_mini_batch_size: ${.ppo_epochs}\n    ppo_epochs: ${.ppo_mini_batch_size}"),
      BAD),
     # --- oomless models ----------------------------------------------------------------------
     ("models: id of 300 characters", lambda t: ["models", "a" * 300], BAD),
