@@ -102,3 +102,46 @@ def test_resume_skips_a_checkpoint_cut_off_while_saving(tmp_path: Path) -> None:
     checkpoint, incomplete = F.last_complete_checkpoint(tmp_path)
     assert checkpoint == tmp_path / "checkpoint-4" and incomplete == [tmp_path / "checkpoint-6"]
     assert F.last_complete_checkpoint(tmp_path / "missing") == (None, [])
+
+
+def test_a_folder_is_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "final"
+    target.mkdir()
+    (target / "old.bin").write_bytes(b"old")
+
+    def fails(folder: Path) -> None:
+        folder.mkdir()
+        (folder / "half.bin").write_bytes(b"x")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        F.replace_folder(target, fails)
+    assert [p.name for p in target.iterdir()] == ["old.bin"]
+    assert [p.name for p in tmp_path.iterdir()] == ["final"]  # the half-written folder is gone
+
+    def writes(folder: Path) -> None:
+        folder.mkdir()
+        (folder / "new.bin").write_bytes(b"new")
+
+    F.replace_folder(target, writes)
+    assert [p.name for p in target.iterdir()] == ["new.bin"]
+    assert [p.name for p in tmp_path.iterdir()] == ["final"]
+
+
+def test_report_to_names_known_installed_loggers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from oomless.errors import InputError
+    from oomless.train.run import TrainOptions, check_options
+
+    check_options(TrainOptions(report_to=("tensorboard",)))  # installed with the test extras
+    with pytest.raises(InputError, match="'tensorbord' is not a logger TRL reports to; allowed: none, all, tensorboard"):
+        check_options(TrainOptions(report_to=("tensorbord",)))
+    with pytest.raises(InputError, match="'none' and 'all' stand alone"):
+        check_options(TrainOptions(report_to=("none", "wandb")))
+    with pytest.raises(InputError, match="exclude each other"):
+        check_options(TrainOptions(resume=True, overwrite=True))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    with pytest.raises(InputError, match=r"--report-to: wandb is not installed: pip install wandb"):
+        check_options(TrainOptions(report_to=("wandb",)))

@@ -5,6 +5,7 @@ Layout: `settings` (spec → TRL/peft arguments, pure), `launch` (DeepSpeed/FSDP
 pure), `batching` (micro-batches and the OOM re-split, pure), `data`, `rewards`, `tiny` (a local
 model and tokenizer), `live_bytes` and `devices` (measuring memory), `telemetry` (records and
 the plan check), `offload` (rollout offload), `trainer` (the `GRPOTrainer` subclass), `progress`,
+`files` (atomic writes, complete checkpoints), `interrupt` (Ctrl-C: checkpoint, then stop),
 `session` (model, data, rewards and trainer built and run),
 `run` (the whole command). torch is imported only by the modules that need it, never here.
 """

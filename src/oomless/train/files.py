@@ -9,13 +9,17 @@ Checkpoints (`checkpoint-N/`) are written by transformers itself, straight into 
 (transformers 5.24 `Trainer._save_checkpoint`: model, optimizer, scheduler, RNG, then
 `trainer_state.json` last). What is ours is to resume only from a checkpoint whose
 `trainer_state.json` exists (`last_complete_checkpoint`): one cut off while saving is skipped.
+The final model (`final/`) is saved into a staging folder that then takes its name
+(`replace_folder`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,23 @@ def append_jsonl(path: Path, records: Iterable[dict[str, Any]], schema: bool = F
     if old and not old.endswith("\n"):
         old += "\n"
     write_text(path, old + lines)
+
+
+def replace_folder(target: Path, write: Callable[[Path], None]) -> None:
+    """``write`` fills a new folder beside ``target``, which then takes its name (the old one,
+    if any, is renamed away first and removed last): a crash leaves the old folder or the new."""
+    staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        write(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def checkpoints(folder: Path) -> list[tuple[int, Path]]:

@@ -34,9 +34,14 @@ from .report import plan_vs_actual_rows, reward_curve
 TELEMETRY_FILE, EVENTS_FILE, REWARDS_FILE, SUMMARY_FILE = "telemetry.jsonl", "events.jsonl", "rewards.jsonl", "summary.json"
 FINAL_DIR = "final"
 RUN_FILES = (TELEMETRY_FILE, EVENTS_FILE, REWARDS_FILE, SUMMARY_FILE)
-REPORT_TO = ("none", "all", "tensorboard", "wandb", "mlflow", "trackio", "comet_ml", "clearml", "swanlab", "dvclive")
+LOGGER_MODULES = {
+    "tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",), "mlflow": ("mlflow",), "trackio": ("trackio",),
+    "comet_ml": ("comet_ml",), "clearml": ("clearml",), "swanlab": ("swanlab",), "dvclive": ("dvclive",),
+}
 """Loggers `--report-to` passes through to TRL (transformers 5.24 `INTEGRATION_TO_CALLBACK` keys
-that log scalars; "all": every one installed)."""
+that log scalars) and the module each needs (any one of them)."""
+REPORT_TO = ("none", "all", *LOGGER_MODULES)
+""""none": no logger; "all": every one installed."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,12 @@ def check_options(options: TrainOptions) -> None:
     unknown = [r for r in options.report_to if r not in REPORT_TO]
     if unknown:
         raise InputError("--report-to", f"{unknown[0]!r} is not a logger TRL reports to; allowed: {', '.join(REPORT_TO)}")
+    import importlib.util
+
+    for name in options.report_to:
+        modules = LOGGER_MODULES.get(name, ())
+        if modules and not any(importlib.util.find_spec(m) for m in modules):
+            raise InputError("--report-to", f"{name} is not installed: pip install {modules[0].replace('_', '-')}")
 
 
 def refuse_a_used_folder(out_dir: Path, resume: bool, overwrite: bool) -> list[str]:

@@ -17,7 +17,7 @@ from ..planner.plan import Plan
 from ..spec.run import RunSpec
 from . import settings as S
 from .data import drop_long_prompts, load_prompts
-from .files import append_jsonl
+from .files import append_jsonl, replace_folder
 from .devices import cpu_probe, cuda_probe, host_probe, resident_probe
 from .live_bytes import LiveTensorBytes
 from .rewards import build_reward
@@ -220,7 +220,7 @@ def run_session(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, option
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     interrupted = stop.stopped_at_step is not None and stop.stopped_at_step < options.max_steps
     if not interrupted:
-        trainer.save_model(str(out_dir / "final"))
+        replace_folder(out_dir / "final", lambda folder: trainer.save_model(str(folder)))
     outcome = TrainOutcome(EXIT_INTERRUPTED if interrupted else EXIT_FITS, plan, out_dir, seconds=time.perf_counter() - start)
     if interrupted:
         outcome.interrupted_at_step = stop.stopped_at_step
