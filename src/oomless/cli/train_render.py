@@ -12,8 +12,12 @@ from ..units import format_bytes
 
 def render_outcome(outcome: Any, console: Console | None = None) -> None:
     out = console or Console()
-    table = Table(title="plan vs actual (peak per phase, training device)")
-    for column in ("phase", "planned", "measured peak", "measured/planned", "steps over plan", "s/step"):
+    from ..telemetry import OVER_PLAN_TOLERANCE
+
+    table = Table(title="plan vs actual (peak per phase, training device)",
+                  caption=f"ratio: measured / planned; over plan (⚠): more than {100 * OVER_PLAN_TOLERANCE:.0f} % above, "
+                          "as the run chart marks it")
+    for column in ("phase", "planned", "measured peak", "ratio", "steps over plan", "s/step"):
         table.add_column(column, justify="left" if column == "phase" else "right")
     for r in outcome.rows:
         ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}" + (" ⚠" if r["over_plan"] else "")
@@ -37,4 +41,6 @@ def render_outcome(outcome: Any, console: Console | None = None) -> None:
         )
     for note in outcome.notes:
         out.print(f"note: {note}")
-    out.print(f"trained in {outcome.seconds:.1f} s; telemetry, checkpoints and summary in {outcome.output_dir}")
+    stopped = getattr(outcome, "interrupted_at_step", None)
+    done = f"stopped at step {stopped} after" if stopped is not None else "trained in"
+    out.print(f"{done} {outcome.seconds:.1f} s; telemetry, checkpoints and summary in {outcome.output_dir}")
