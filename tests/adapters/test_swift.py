@@ -7,6 +7,8 @@ versions that have it and the file defining it) instead of ms-swift's own parser
 
 from __future__ import annotations
 
+import re
+
 import os
 from pathlib import Path
 
@@ -54,14 +56,24 @@ def test_native_seed_plans_like_its_yaml(name: str, gpu: str) -> None:
 @pytest.mark.parametrize(("name", "gpu"), SEEDS)
 def test_native_seed_reads_to_its_yaml_but_for_ms_swift_facts(name: str, gpu: str) -> None:
     """Only these fields differ, facts of ms-swift 3.x the YAML seeds leave at oomless'
-    defaults: vllm_max_num_seqs 256 (VllmArguments), no empty_cache before a colocated engine
+    defaults: max_num_seqs (256 from VllmArguments, but a 3.5+ colocated engine sizes itself
+    per device batch × TP × steps_per_generation), no empty_cache before a colocated engine
     wakes (gc_collect_after_offload false before 3.7; it matters only with sleep), and the
-    whole-model weight sync the S1 YAMLs leave at None (the same for LoRA)."""
+    whole-model weight sync the S1 YAMLs leave at None (the same for LoRA), and the prompt bound."""
     native = native_spec(name, gpu).model_dump(mode="json")
     written = load_run(EXAMPLES / "seeds" / f"{name}.yaml").spec.model_dump(mode="json")
     if written["finetune"]["method"] == "lora" and written["rollout"]["weight_sync_batches"] is None:
         written["rollout"]["weight_sync_batches"] = 1
-    assert native["rollout"].pop("max_num_seqs") == 256 and written["rollout"].pop("max_num_seqs") is None
+    batch, rollout = native["batch"], native["rollout"]
+    version = tuple(int(p) for p in re.search(r"ms-swift==([\d.]+)", (NATIVE / f"{name}.sh").read_text()).group(1).split("."))
+    sized = rollout["engine"] == "vllm_colocate" and version >= (3, 5)
+    steps = batch["steps_per_generation"] or batch["gradient_accumulation_steps"]
+    expected = batch["micro_batch_size"] * rollout["tensor_parallel_size"] * steps if sized else 256
+    assert rollout.pop("max_num_seqs") == expected and written["rollout"].pop("max_num_seqs") is None
+    # The YAMLs read --max_length as prompt + completion; in GRPO it bounds the prompt alone
+    # (ms-swift docs, Command-line-parameters.md), so the script's prompts are one completion longer.
+    completion = native["lengths"]["max_completion_tokens"]
+    assert native["lengths"].pop("max_prompt_tokens") == written["lengths"].pop("max_prompt_tokens") + completion
     if written["rollout"]["engine"] == "vllm_colocate":
         assert native["rollout"].pop("empty_cache_before_rollout") is False
         written["rollout"].pop("empty_cache_before_rollout")
@@ -97,6 +109,12 @@ def test_export_of_quickstart_matches_golden() -> None:
     one parameter at a time, which no ms-swift flag gives): ZeRO-3 with DeepSpeed's own bucket
     sizes matches no ms-swift preset, so a ds_config.json is written beside the script."""
     data = yaml.safe_load((EXAMPLES / "quickstart.yaml").read_text(encoding="utf-8"))
+    # ms-swift >= 3.5 sizes a colocated engine itself: batch × TP × steps_per_generation, never vLLM's default.
+    batch, rollout = data["batch"], data["rollout"]
+    sized = batch["micro_batch_size"] * rollout.get("tensor_parallel_size", 1) * batch["gradient_accumulation_steps"]
+    with pytest.raises(InputError, match=rf"^rollout.max_num_seqs: ms-swift 4.6 cannot express it \(None; its script gives {sized}\)"):
+        export_files(parse_spec(data))
+    data["rollout"]["max_num_seqs"] = sized
     with pytest.raises(InputError, match="^rollout.weight_sync_batches: ms-swift 4.6 cannot express it"):
         export_files(parse_spec(data))
     data["rollout"]["weight_sync_batches"] = 1
@@ -164,7 +182,7 @@ def swift_scripts(draw) -> str:
     if attn:
         flags["attn_impl"] = attn
     micro, accumulation = draw(st.integers(2, 4)), draw(st.integers(1, 4))
-    batch = micro * nproc * (accumulation if v >= (3, 5) else 1)
+    batch = micro * nproc * (accumulation if v >= (3, 4) else 1)
     flags.update(per_device_train_batch_size=micro, gradient_accumulation_steps=accumulation,
                  num_generations=draw(st.sampled_from([d for d in range(2, batch + 1) if batch % d == 0])))
     completion = draw(st.sampled_from([128, 512]))
@@ -255,6 +273,7 @@ def test_yaml_seed_exports_once_it_states_ms_swift_max_num_seqs(seed: str) -> No
 def test_export_names_the_field_no_release_can_express() -> None:
     data = yaml.safe_load((EXAMPLES / "quickstart.yaml").read_text(encoding="utf-8"))
     data["rollout"]["max_num_batched_tokens"] = 4096
+    data["rollout"]["max_num_seqs"] = 16  # what ms-swift 3.5+ sizes the quickstart's colocated engine to (4 × 1 × 4)
     with pytest.raises(InputError, match=r"^rollout.max_num_batched_tokens: ms-swift 4.6 cannot express it"):
         export_files(parse_spec(data))
 
@@ -280,7 +299,8 @@ def test_ms_swift_3_4_engine_on_the_last_gpu() -> None:
 def test_vllm_mode_and_version_notes() -> None:
     spec, ignored, notes = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "colocate"}, {"NPROC_PER_NODE": 4}, None))
     assert any("ms-swift 4.6 assumed" in n for n in notes)
-    assert spec["rollout"]["cuda_graphs_in_budget"] is True and "max_num_seqs" not in spec["rollout"]
+    # the colocated engine sized by ms-swift: per device batch 1 (default) × TP 1 × steps 1
+    assert spec["rollout"]["cuda_graphs_in_budget"] is True and spec["rollout"]["max_num_seqs"] == 1
     _, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.6"))
     assert any("--vllm_mode unset" in n for n in notes)
     spec, ignored, _ = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "colocate"}, {"NPROC_PER_NODE": 4}, "3.4"))
@@ -288,7 +308,8 @@ def test_vllm_mode_and_version_notes() -> None:
     spec, ignored, _ = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "colocate", "sleep_level": 1,
                                         "gc_collect_after_offload": "true"}, {"NPROC_PER_NODE": 4}, "3.6", "0.8.5"))
     assert spec["rollout"]["sleep_level"] == 1 and "empty_cache_before_rollout" not in spec["rollout"]
-    assert spec["rollout"]["max_num_seqs"] == 256 and spec["rollout"]["cuda_graphs_in_budget"] is False
+    # 3.6 has no --vllm_max_num_seqs: the engine is per device batch 1 × TP 1 × steps 1 (v3.6.4 grpo_trainer.py)
+    assert spec["rollout"]["max_num_seqs"] == 1 and spec["rollout"]["cuda_graphs_in_budget"] is False
 
 
 def test_server_mode_without_a_rollout_command_assumes_a_default_server() -> None:
@@ -348,8 +369,8 @@ def test_precision_rules() -> None:
     (script({**BASE, "tuner_type": "boft"}), "--tuner_type: 'boft' is not planned"),
     (script({**BASE, "num_generations": 3}), "--num_generations: 3 does not divide"),
     (script({**BASE, "num_generations": 1}), "--num_generations: 1: GRPO needs at least 2"),
-    (script({**BASE, "max_length": 300, "max_completion_length": 512}, {"NPROC_PER_NODE": 4}),
-     "--max_length: 300 leaves no prompt"),
+    (script({**BASE, "model": "Qwen/Qwen2.5-VL-3B-Instruct", "max_length": 300}, {"MAX_PIXELS": 602112, "NPROC_PER_NODE": 4}),
+     "--max_length: 300 leaves no prompt text beside 768 image tokens"),
     (script({**BASE, "sleep_level": 3, "use_vllm": "true", "vllm_mode": "colocate"}), "--sleep_level: 3 is not allowed"),
     (script({"model": "Qwen/Qwen2.5-1.5B-Instruct"}).replace("--rlhf_type grpo", "--rlhf_type dpo"), "--rlhf_type: 'dpo'"),
     (script({"model": "no/such-model"}), "--model: 'no/such-model' not found"),

@@ -58,7 +58,20 @@ class Profile:
 
     @property
     def default_max_num_seqs(self) -> int | None:
+        """`--vllm_max_num_seqs` unset on an engine ms-swift builds from VllmArguments (3.2-3.4
+        engines, `swift rollout`): 256 in 3.x (swift/trainers/arguments.py), None (vLLM's) in 4.x.
+        A 3.5+ colocated engine sizes itself instead: `colocate_max_num_seqs_flag`."""
         return 256 if self.version < (4,) else None
+
+    @property
+    def colocate_max_num_seqs_flag(self) -> bool:
+        """Whether a 3.5+ colocated engine reads `--vllm_max_num_seqs`. It is sized
+        per_device_train_batch_size × vllm_tensor_parallel_size × steps_per_generation: always in
+        3.5-3.10 (swift/trainers/rlhf_trainer/grpo_trainer.py `_prepare_vllm` at v3.5.3 L420,
+        v3.6.4 L452, v3.7.3 L509; 3.5 deprecates the flag, 3.6 drops it), and where the flag is
+        unset from 3.11 (`args.vllm_max_num_seqs or (per_rollout_batch_size *
+        steps_per_generation)`, rollout_mixin.py v3.11.3 L193, v4.0.4 L199; GRPO's default None)."""
+        return self.version >= (3, 11)
 
     @property
     def has_compat_aliases(self) -> bool:
@@ -67,9 +80,23 @@ class Profile:
 
     @property
     def generation_batch_divides(self) -> bool:
-        """TRL >= 0.18 (ms-swift >= 3.5) checks generation_batch_size % num_generations; older TRL
-        checked per_device_train_batch_size × num_processes."""
+        """ms-swift >= 3.5 checks generation_batch_size % num_generations (TRL >= 0.18's
+        generation batch: per device batch × processes × steps_per_generation)."""
         return self.version >= (3, 5)
+
+    @property
+    def accumulation_in_generation_batch(self) -> bool:
+        """ms-swift 3.4's own check is per device batch × processes × gradient accumulation steps
+        divisible by num_generations (swift/trainers/rlhf_trainer/grpo_trainer.py `__init__`,
+        v3.4.0 L203); 3.2-3.3 checked per device batch × processes (v3.2.2 L179, v3.3.1 L201)."""
+        return self.version >= (3, 4)
+
+    @property
+    def teacher_allows_one_generation(self) -> bool:
+        """From 4.5 num_generations 1 is allowed with --teacher_model/--teacher_model_server (OPD-RL):
+        swift/arguments/rlhf_args.py `_check_teacher` (v4.5.0 L394-410) raises for 1 only without a
+        teacher, and rlhf_trainers/arguments.py no longer checks `< 2` (it did at v4.3.2 L119)."""
+        return self.version >= (4, 5)
 
     @property
     def default_vllm(self) -> Version:
@@ -176,6 +203,7 @@ newest release read where a removal is given. A removal here can be a deprecatio
 tensor_parallel_size is parsed up to 3.9 (not in 3.6), though 3.8 reads it no more in this adapter."""
 
 NO_MEMORY_EFFECT = frozenset({
+    "teacher_model_server",
     "dataset", "val_dataset", "external_plugins", "reward_funcs", "reward_weights", "learning_rate",
     "num_train_epochs", "max_steps", "save_steps", "save_strategy", "save_total_limit", "save_only_model",
     "eval_steps", "eval_strategy", "evaluation_strategy", "logging_steps", "output_dir", "warmup_ratio", "warmup_steps",
@@ -199,6 +227,8 @@ NO_MEMORY_EFFECT = frozenset({
 """ms-swift flags understood to have no effect on the memory oomless plans."""
 
 NOT_MODELLED = {
+    "teacher_model": "the OPD-RL teacher on the training GPUs (its weights and logits)",
+    "offload_teacher_model": "the OPD-RL teacher's CPU offload",
     "packing": "packed sequences (planned padded)",
     "vllm_enable_lora": "syncing only the adapter to vLLM is not modelled (planned as a merged-weight sync)",
     "vllm_max_lora_rank": "vLLM LoRA slots are not modelled",

@@ -148,10 +148,27 @@ def _modern(run: Run, rollout_cmd: ShellCommand | None, hardware: Any) -> Layout
         return _server(run, rollout_cmd, hardware)
     _check_visible(run)
     rollout = {"engine": "vllm_colocate", **engine(run, f), **weight_sync(run), **_colocate_extras(run, f)}
+    rollout["max_num_seqs"] = _colocate_max_num_seqs(run, f, rollout["tensor_parallel_size"])
     if run.nproc % rollout["tensor_parallel_size"]:
         raise InputError("--vllm_tensor_parallel_size",
                          f"{rollout['tensor_parallel_size']} does not divide NPROC_PER_NODE={run.nproc}")
     return Layout(rollout, run.nproc)
+
+
+def _colocate_max_num_seqs(run: Run, f: FlagReader, tp: int) -> int:
+    """ms-swift 3.5+'s colocated engine: per device batch × TP × steps_per_generation, or the
+    flag where the release reads it (keys.Profile.colocate_max_num_seqs_flag)."""
+    if run.profile.colocate_max_num_seqs_flag and f.has("vllm_max_num_seqs"):
+        return f.int("vllm_max_num_seqs", minimum=1)
+    f.ignore("vllm_max_num_seqs", f"no effect: ms-swift {version_text(run.profile.version)} sizes the colocated "
+             "engine from per_device_train_batch_size × TP × steps_per_generation")
+    micro = f.int("per_device_train_batch_size", 1, minimum=1)
+    steps = f.int("steps_per_generation", minimum=1)
+    generation_batch = f.int("generation_batch_size", minimum=1)
+    world = run.nproc * int(run.env.get("NNODES") or 1)
+    if steps is None and generation_batch is not None:
+        steps = max(generation_batch // (micro * world), 1)
+    return micro * tp * (steps or f.int("gradient_accumulation_steps", minimum=1) or 1)
 
 
 def _server(run: Run, rollout_cmd: ShellCommand | None, hardware: Any) -> Layout:

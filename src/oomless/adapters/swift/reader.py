@@ -17,9 +17,18 @@ Layouts (where vLLM runs):
   uses that GPU too, the engine shares it with the last rank (its own process); otherwise vLLM
   has the GPU to itself.
 
-Assumes (besides `keys`' sources): `--max_length` bounds prompt + image tokens +
-completion (the seeds' reading), unset it is the model's `max_position_embeddings`; one image per
-prompt at MAX_PIXELS; `--torch_dtype` unset means bf16. Export writes the newest ms-swift
+Lengths: in GRPO `--max_length` bounds the encoded prompt, image tokens included, and the
+completion is `--max_completion_length` beside it: ms-swift's docs "In PPO, GRPO, GKD and
+inference scenarios, `max_length` refers to `max_prompt_length`" (docs/source_en/Instruction/
+Command-line-parameters.md, v3.2.2 L64 to HEAD), and the trainer sizes vLLM as
+`max_prompt_length = template.max_length`, `max_model_len = max_prompt_length + max_tokens`
+(swift/trainers/rlhf_trainer/grpo_trainer.py v3.2.2 L1127-1128). Unset, prompt + completion stay
+within the model's `max_position_embeddings`.
+
+Images: ms-swift encodes only the images a dataset row carries, so a vision-language model plans
+one image per prompt at MAX_PIXELS only where the script names images (MAX_PIXELS/MIN_PIXELS,
+`--max_pixels`, an image limit in `--vllm_limit_mm_per_prompt`); otherwise 0 images, noted.
+Assumes (besides `keys`' sources): `--torch_dtype` unset means bf16. Export writes the newest ms-swift
 version whose script reads back to the same spec, and checks that it does.
 """
 
@@ -307,6 +316,11 @@ def _vision(run: Run, method: str) -> dict[str, Any]:
         out["max_pixels"] = to_int("MAX_PIXELS", pixels, minimum=1)
     if env.get("MIN_PIXELS"):
         out["min_pixels"] = to_int("MIN_PIXELS", env["MIN_PIXELS"], minimum=1)
+    if not (pixels or env.get("MIN_PIXELS") or _limit_names_images(f)):
+        out["images_per_prompt"] = 0
+        run.notes.append(f"{run.arch.name} has a vision tower but nothing in the script names images (MAX_PIXELS, "
+                         "--max_pixels, --vllm_limit_mm_per_prompt): planned text-only, as ms-swift takes images "
+                         "only from the dataset's rows; set MAX_PIXELS to plan image prompts")
     out["freeze_tower"] = f.bool("freeze_vit", True)
     vit_gc = f.raw("vit_gradient_checkpointing")
     if vit_gc is not None:
@@ -314,8 +328,16 @@ def _vision(run: Run, method: str) -> dict[str, Any]:
     return out
 
 
+def _limit_names_images(f: FlagReader) -> bool:
+    """Whether a --vllm_limit_mm_per_prompt (or its pre-3.8 alias) allows images per prompt."""
+    import re
+
+    values = [" ".join(f.raw(name) or []) for name in ("vllm_limit_mm_per_prompt", "limit_mm_per_prompt") if f.has(name)]
+    return any(re.search(r"[\'\"]image[\'\"]\s*:\s*[1-9]", value) for value in values)
+
+
 def _image_tokens(run: Run, vision: Mapping[str, Any]) -> int:
-    if run.arch.vision is None:
+    if run.arch.vision is None or vision.get("images_per_prompt") == 0:
         return 0
     return VZ.max_image_tokens(run.arch.vision, max_pixels=vision.get("max_pixels") or MC.QWEN_VL_MAX_PIXELS,
                                min_pixels=vision.get("min_pixels") or MC.QWEN_VL_MIN_PIXELS)
@@ -330,10 +352,15 @@ def _lengths(run: Run, vision: Mapping[str, Any]) -> dict[str, int]:
         max_length = run.arch.max_position_embeddings
         run.notes.append(f"--max_length unset: prompts bounded only by the model's {max_length} tokens; "
                          "set --max_length to plan the prompts you use")
-    prompt = max_length - completion - images
+        prompt = max_length - completion - images
+        if prompt < 1:
+            raise InputError("--max_completion_length", f"{completion} leaves no prompt within the model's {max_length} "
+                             "tokens" + (f" beside {images} image tokens" if images else ""))
+        return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
+    prompt = max_length - images  # in GRPO --max_length is the prompt's bound (module docstring)
     if prompt < 1:
-        raise InputError("--max_length", f"{max_length} leaves no prompt beside max_completion_length {completion}"
-                         + (f" and {images} image tokens" if images else ""))
+        raise InputError("--max_length", f"{max_length} leaves no prompt text beside {images} image tokens "
+                         "(in GRPO --max_length bounds the encoded prompt, images included)")
     return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
 
 
@@ -361,12 +388,20 @@ def _batch(run: Run, nodes: int) -> dict[str, Any]:
         steps = generation_batch // (micro * world)
     if steps is not None:
         out["steps_per_generation"] = steps
-    if generations < 2:
-        raise InputError("--num_generations", f"{generations}: GRPO needs at least 2 completions per prompt (TRL's check)")
-    per_rollout = micro * world * ((steps or accumulation) if run.profile.generation_batch_divides else 1)
+    teacher = f.has("teacher_model") or f.has("teacher_model_server")
+    if generations < 2 and not (teacher and run.profile.teacher_allows_one_generation):
+        raise InputError("--num_generations", f"{generations}: GRPO needs at least 2 completions per prompt "
+                         f"(ms-swift {version_text(run.profile.version)}'s check"
+                         + ("; 1 is allowed with --teacher_model)" if run.profile.teacher_allows_one_generation else ")"))
+    if run.profile.generation_batch_divides:
+        per_rollout, formed = micro * world * (steps or accumulation), "a generation batch"
+    elif run.profile.accumulation_in_generation_batch:
+        per_rollout, formed = micro * world * accumulation, "per_device_train_batch_size × processes × gradient_accumulation_steps"
+    else:
+        per_rollout, formed = micro * world, "per_device_train_batch_size × processes"
     if per_rollout % generations:
-        raise InputError("--num_generations", f"{generations} does not divide the {per_rollout} completions of a "
-                         "generation batch (ms-swift/TRL reject this)")
+        raise InputError("--num_generations", f"{generations} does not divide the {per_rollout} completions of "
+                         f"{formed} (ms-swift {version_text(run.profile.version)} rejects this)")
     return out
 
 

@@ -20,7 +20,7 @@ swift rlhf \
     --per_device_train_batch_size 4 \
     --gradient_accumulation_steps 4 \
     --num_generations 8 \
-    --max_length 2048 \
+    --max_length 1024 \
     --max_completion_length 1024 \
     --beta 0.04 \
     --use_vllm true \
@@ -28,4 +28,5 @@ swift rlhf \
     --vllm_gpu_memory_utilization 0.4 \
     --vllm_tensor_parallel_size 1 \
     --vllm_max_model_len 2048 \
+    --vllm_max_num_seqs 16 \
     --sleep_level 1

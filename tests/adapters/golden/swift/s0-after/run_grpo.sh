@@ -30,7 +30,6 @@ swift rlhf \
     --vllm_gpu_memory_utilization 0.5 \
     --vllm_tensor_parallel_size 4 \
     --vllm_max_model_len 128000 \
-    --vllm_max_num_seqs 256 \
     --vllm_limit_mm_per_prompt '{"image": 2}' \
     --sleep_level 1 \
     --offload_model true \

@@ -29,5 +29,4 @@ swift rlhf \
     --vllm_mode colocate \
     --vllm_gpu_memory_utilization 0.9 \
     --vllm_tensor_parallel_size 1 \
-    --vllm_max_model_len 128000 \
-    --vllm_max_num_seqs 256
+    --vllm_max_model_len 128000
