@@ -19,6 +19,7 @@ from ...errors import InputError
 from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from . import keys as SF
 from ..common import version_text
+from .. import key_tables as KT
 from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
 from ..deepspeed_json import deepspeed_config_for, distribution_from_deepspeed
 
@@ -180,7 +181,7 @@ def _training(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple
         out.append(("padding_free", "true"))
     if spec.distribution.sequence_parallel_size > 1:
         out.append(("sequence_parallel_size", str(spec.distribution.sequence_parallel_size)))
-    total = lengths.max_prompt_tokens + image_tokens(spec, arch) + lengths.max_completion_tokens
+    total = lengths.max_prompt_tokens + image_tokens(spec, arch)  # GRPO's max_length bounds the prompt (reader)
     out += [("max_length", str(total)), ("max_completion_length", str(lengths.max_completion_tokens)),
             ("beta", repr(spec.kl_beta))]
     if spec.logits.value == "fused":
@@ -203,8 +204,8 @@ def _engine_flags(spec: RunSpec, arch: ModelArch, profile: SF.Profile, tp_flag: 
     if ro.tensor_parallel_size != 1 or tp_flag == "vllm_tensor_parallel_size":
         out.append((tp_flag, str(ro.tensor_parallel_size)))
     out.append(("vllm_max_model_len", str(max_len)))
-    if ro.max_num_seqs is not None:
-        out.append(("vllm_max_num_seqs", str(ro.max_num_seqs)))
+    if ro.max_num_seqs is not None and KT.load("swift").exists_in("vllm_max_num_seqs", profile.version):
+        out.append(("vllm_max_num_seqs", str(ro.max_num_seqs)))  # not a flag of 3.6 (key table)
     if ro.enforce_eager:
         out.append(("vllm_enforce_eager", "true"))
     if ro.limit_images_per_prompt is not None and arch.vision is not None:
