@@ -68,6 +68,8 @@ def test_margin_is_the_larger_of_bytes_and_fraction_plus_the_extra() -> None:
     options = FitOptions(margin=Margin(fraction=0.05), margin_bytes=GAP)
     assert options.effective_margin.of(gib_to_bytes(80)) == GAP
     assert options.lowering_margin.of(gib_to_bytes(80)) == int(0.05 * gib_to_bytes(80)) + GAP
+    # vLLM's KV-cache check keeps the margin asked for, not the gap the trainer's side showed.
+    assert options.effective_margin.requested(gib_to_bytes(80)) == int(0.05 * gib_to_bytes(80))
 
 
 def test_unconstrained_fit_would_lower_safety_here() -> None:

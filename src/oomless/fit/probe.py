@@ -42,16 +42,22 @@ VERIFY_ATTEMPTS_PER_SAMPLE = 3
 
 @dataclass(frozen=True)
 class Margin:
-    """Headroom every constraint must keep: the larger of fixed bytes and a fraction of the
-    device's capacity, plus ``extra_bytes`` on top (a measured gap that must be covered in
-    addition to the usual headroom: `fit.safety`)."""
+    """Headroom every constraint must keep: the largest of fixed bytes, a measured gap and a
+    fraction of the device's capacity, plus ``extra_bytes`` on top (a gap that must be covered
+    in addition to the usual headroom: `fit.safety`)."""
 
     num_bytes: int = 0
     fraction: float = 0.0
     extra_bytes: int = 0
+    gap_bytes: int = 0
+    """Memory a crash showed the plan misses (`FitOptions.margin_bytes`)."""
 
     def of(self, capacity_bytes: int) -> int:
-        return max(self.num_bytes, int(self.fraction * capacity_bytes)) + self.extra_bytes
+        return max(self.num_bytes, self.gap_bytes, int(self.fraction * capacity_bytes)) + self.extra_bytes
+
+    def requested(self, capacity_bytes: int) -> int:
+        """The margin asked for, without gaps (`slack_vector`: vLLM's KV-cache check)."""
+        return max(self.num_bytes, int(self.fraction * capacity_bytes))
 
 
 @dataclass(frozen=True)
@@ -80,11 +86,11 @@ def _is_kv_check(constraint: Constraint) -> bool:
 def slack_vector(plan: Plan, margin: Margin) -> list[int]:
     """available − required − margin per GPU constraint, then per host phase (host RAM is
     judged per phase so that it adds up like the rest). vLLM's KV-cache check compares the
-    engine's own pool with one sequence, not device memory with a peak: it keeps only the
-    fraction of capacity, not fixed bytes or a measured gap (memory the plan misses elsewhere
-    does not make the pool need more room)."""
+    engine's own pool with one sequence, not device memory with a peak: it keeps the margin
+    asked for but not a measured gap (memory the plan misses elsewhere does not make the pool
+    need more room)."""
     gpu_margin = margin.of(plan.shape.capacity_bytes)
-    kv_margin = int(margin.fraction * plan.shape.capacity_bytes)
+    kv_margin = margin.requested(plan.shape.capacity_bytes)
     out = [c.margin_bytes - (kv_margin if _is_kv_check(c) else gpu_margin) for c in plan.constraints if c.device == "gpu"]
     limit = plan.host.limit_bytes
     if limit is not None:

@@ -86,4 +86,4 @@ def fit_to_dict(result: FitResult, spec_path: str) -> dict[str, Any]:
 
 
 def _margin(margin: Margin) -> dict[str, Any]:
-    return {"bytes": margin.num_bytes or None, "fraction": margin.fraction or None}
+    return {"bytes": max(margin.num_bytes, margin.gap_bytes) or None, "fraction": margin.fraction or None}

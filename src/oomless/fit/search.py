@@ -64,13 +64,13 @@ class FitOptions:
     def effective_margin(self) -> Margin:
         """What every answer must keep free: the larger of the margin and ``margin_bytes``."""
         m = self.margin
-        return Margin(max(m.num_bytes, self.margin_bytes), m.fraction, m.extra_bytes)
+        return Margin(m.num_bytes, m.fraction, m.extra_bytes, max(m.gap_bytes, self.margin_bytes))
 
     @property
     def lowering_margin(self) -> Margin:
         """What an answer that lowers a safety setting must keep free: the margin plus the gap."""
         m = self.margin
-        return Margin(m.num_bytes, m.fraction, m.extra_bytes + self.margin_bytes)
+        return Margin(m.num_bytes, m.fraction, m.extra_bytes + self.margin_bytes, m.gap_bytes)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,9 @@ MATH_STEPS = (Fraction(3, 4), Fraction(1, 2), Fraction(1, 4))
 """Fractions a length or a completion count is cut to, mildest first."""
 PIXEL_STEPS = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 8))
 """Fractions the largest image area is cut to (each halves the image tokens again)."""
-UTILIZATIONS = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))
-"""gpu_memory_utilization values tried: 0.30 … 0.95."""
+UTILIZATIONS = tuple(round(0.10 + 0.05 * i, 2) for i in range(18))
+"""gpu_memory_utilization values tried: 0.10 … 0.95 (small models beside a trainer on small
+GPUs need budgets below 0.3)."""
 MAX_NUM_SEQS = (256, 128, 64)
 """max_num_seqs values tried below the engine's current one (a smaller profile sampler)."""
 SHARDED = (Strategy.zero3, Strategy.fsdp)
