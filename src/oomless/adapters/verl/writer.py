@@ -61,6 +61,10 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if dist.offload_params != dist.offload_optimizer:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
+    C.require(spec, "logits", ("full_bf16", "chunked", "fused"), fw)
+    for what in ("offload_model", "offload_optimizer"):
+        if getattr(ro, what) and ro.sleep_level == 0:
+            C.cannot_express(f"rollout.{what}", "verl offloads the actor around rollouts only with free_cache_engine (sleep_level > 0)")
     C.require(spec, "rollout.engine_in_trainer_process", (False,), fw)
     world = spec.hardware.gpus_per_node * spec.hardware.num_nodes
     micro = spec.batch.micro_batch_size
