@@ -82,7 +82,7 @@ def component_changes(before: Document, after: Document) -> list[dict[str, Any]]
 def binding_summary(doc: Document) -> dict[str, Any]:
     b = doc["binding"]
     keys = ("phase", "device", "device_role", "component", "required_bytes", "available_bytes", "margin_bytes", "message")
-    return {"fits": doc["fits"], **{k: b[k] for k in keys}}
+    return {"fits": doc["fits"], "kind": b.get("kind", "phase_peak"), **{k: b[k] for k in keys}}
 
 
 def compare_documents(
@@ -125,6 +125,9 @@ def binding_line(summary: dict[str, Any]) -> str:
     margin = summary["margin_bytes"]
     amount = f"margin {format_bytes(margin)}" if margin >= 0 else f"short by {format_bytes(-margin)}"
     head = "tightest" if summary["fits"] else "breaks first at"
+    if summary.get("kind", "phase_peak") in ("phase_peak", "host_peak"):
+        # a phase's total against the capacity: no one component is "the" cause (planner/verdict.py)
+        return f"{head} {summary['phase']} on the {where}: total {format_bytes(summary['required_bytes'])}, {amount}"
     return f"{head} {summary['phase']} on the {where} ({summary['component']}), {amount}"
 
 

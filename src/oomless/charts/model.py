@@ -238,8 +238,8 @@ def binding_text(binding: dict[str, Any], fits: bool) -> str:
     margin = f"margin {format_bytes(b['margin_bytes'])}" if b["ok"] else f"short by {format_bytes(-b['margin_bytes'])}"
     head = "FITS — tightest" if fits else "DOES NOT FIT — breaks first"
     available = format_bytes(b["available_bytes"]) if b["available_bytes"] > 0 else "0 left"  # never a negative size
-    return (f"{head}: {what}: needs {format_bytes(b['required_bytes'])} of {available} "
-            f"({margin}); component {b['component']}")
+    blamed = "" if b.get("kind", "phase_peak") in ("phase_peak", "host_peak") else f"; component {b['component']}"
+    return f"{head}: {what}: needs {format_bytes(b['required_bytes'])} of {available} ({margin}){blamed}"
 
 
 def _title(doc: Document) -> str:
