@@ -48,6 +48,11 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     precision = C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
     C.require(spec, "optimizer", ("adamw",), fw)
     C.require(spec, "finetune.method", ("full", "lora"), fw)
+    C.require(spec, "logits", ("full_bf16",), fw)
+    if spec.finetune.method.value == "lora":
+        C.require(spec, "finetune.lora_dropout", (0.0,), fw)
+    C.require(spec, "rollout.samples_per_request", (spec.batch.num_generations,), fw)  # the reader: rollout.n
+    C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
     algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
     C.require(spec, "ray.enabled", (True,), fw)
     C.require(spec, "rollout.max_num_seqs", (None,), fw)
