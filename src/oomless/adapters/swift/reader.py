@@ -17,17 +17,8 @@ Layouts (where vLLM runs):
   uses that GPU too, the engine shares it with the last rank (its own process); otherwise vLLM
   has the GPU to itself.
 
-Lengths: in GRPO `--max_length` bounds the encoded prompt, image tokens included, and the
-completion is `--max_completion_length` beside it: ms-swift's docs "In PPO, GRPO, GKD and
-inference scenarios, `max_length` refers to `max_prompt_length`" (docs/source_en/Instruction/
-Command-line-parameters.md, v3.2.2 L64 to HEAD), and the trainer sizes vLLM as
-`max_prompt_length = template.max_length`, `max_model_len = max_prompt_length + max_tokens`
-(swift/trainers/rlhf_trainer/grpo_trainer.py v3.2.2 L1127-1128). Unset, prompt + completion stay
-within the model's `max_position_embeddings`.
-
-Images: ms-swift encodes only the images a dataset row carries, so a vision-language model plans
-one image per prompt at MAX_PIXELS only where the script names images (MAX_PIXELS/MIN_PIXELS,
-`--max_pixels`, an image limit in `--vllm_limit_mm_per_prompt`); otherwise 0 images, noted.
+Lengths and images: `prompts.py` (GRPO's --max_length bounds the prompt; images only where the
+script names them).
 Assumes (besides `keys`' sources): `--torch_dtype` unset means bf16. Export writes the newest ms-swift
 version whose script reads back to the same spec, and checks that it does.
 """
@@ -43,10 +34,9 @@ from ...catalog.resolve import load_model
 from ... import safe_paths as SP
 from ...errors import InputError
 from ...safe_json import load_json
-from ...memory import constants as MC
-from ...memory import vision as VZ
 from . import keys as SF
 from . import layout as swift_layout
+from . import prompts
 from .layout import Run
 from ..args import FlagReader, hf_optimizer
 from ..common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
@@ -210,7 +200,7 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     reward = f.list("reward_model")
     if reward:
         spec["reward_model"] = {"model": reward[0]}
-    vision = _vision(run, method)
+    vision = prompts.vision(run, method)
     if vision:
         spec["vision"] = vision
     run.nproc = _int_env(run.env, "NPROC_PER_NODE", 1)
@@ -220,7 +210,7 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     if layout.placement:
         spec["placement"] = layout.placement
     spec["batch"] = _batch(run, nodes)
-    spec["lengths"] = _lengths(run, spec.get("vision", {}))
+    spec["lengths"] = prompts.lengths(run, spec.get("vision", {}))
     spec["hardware"] = _hardware(hardware, layout.gpus_per_node, nodes, run.env)
     return spec
 
@@ -303,65 +293,6 @@ def _precision(f: FlagReader, half: str, keeps_master: bool, method: str, notes:
     if keeps_master or lora_dtype in ("float32", "fp32"):
         return "bf16_mixed"
     return "bf16"
-
-
-def _vision(run: Run, method: str) -> dict[str, Any]:
-    f, env, out = run.flags, run.env, {}
-    if run.arch.vision is None:
-        for name in ("freeze_vit", "vit_gradient_checkpointing", "vllm_limit_mm_per_prompt"):
-            f.ignore(name, f"no effect: {run.arch.name} has no vision tower")
-        return out
-    pixels = f.str("max_pixels") or env.get("MAX_PIXELS")
-    if pixels:
-        out["max_pixels"] = to_int("MAX_PIXELS", pixels, minimum=1)
-    if env.get("MIN_PIXELS"):
-        out["min_pixels"] = to_int("MIN_PIXELS", env["MIN_PIXELS"], minimum=1)
-    if not (pixels or env.get("MIN_PIXELS") or _limit_names_images(f)):
-        out["images_per_prompt"] = 0
-        run.notes.append(f"{run.arch.name} has a vision tower but nothing in the script names images (MAX_PIXELS, "
-                         "--max_pixels, --vllm_limit_mm_per_prompt): planned text-only, as ms-swift takes images "
-                         "only from the dataset's rows; set MAX_PIXELS to plan image prompts")
-    out["freeze_tower"] = f.bool("freeze_vit", True)
-    vit_gc = f.raw("vit_gradient_checkpointing")
-    if vit_gc is not None:
-        out["tower_gradient_checkpointing"] = f.bool("vit_gradient_checkpointing", True)
-    return out
-
-
-def _limit_names_images(f: FlagReader) -> bool:
-    """Whether a --vllm_limit_mm_per_prompt (or its pre-3.8 alias) allows images per prompt."""
-    import re
-
-    values = [" ".join(f.raw(name) or []) for name in ("vllm_limit_mm_per_prompt", "limit_mm_per_prompt") if f.has(name)]
-    return any(re.search(r"[\'\"]image[\'\"]\s*:\s*[1-9]", value) for value in values)
-
-
-def _image_tokens(run: Run, vision: Mapping[str, Any]) -> int:
-    if run.arch.vision is None or vision.get("images_per_prompt") == 0:
-        return 0
-    return VZ.max_image_tokens(run.arch.vision, max_pixels=vision.get("max_pixels") or MC.QWEN_VL_MAX_PIXELS,
-                               min_pixels=vision.get("min_pixels") or MC.QWEN_VL_MIN_PIXELS)
-
-
-def _lengths(run: Run, vision: Mapping[str, Any]) -> dict[str, int]:
-    f = run.flags
-    completion = f.int("response_length") or f.int("max_new_tokens") or f.int("max_completion_length", 512, minimum=1)
-    images = _image_tokens(run, vision)
-    max_length = f.int("max_length", minimum=1)
-    if max_length is None:
-        max_length = run.arch.max_position_embeddings
-        run.notes.append(f"--max_length unset: prompts bounded only by the model's {max_length} tokens; "
-                         "set --max_length to plan the prompts you use")
-        prompt = max_length - completion - images
-        if prompt < 1:
-            raise InputError("--max_completion_length", f"{completion} leaves no prompt within the model's {max_length} "
-                             "tokens" + (f" beside {images} image tokens" if images else ""))
-        return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
-    prompt = max_length - images  # in GRPO --max_length is the prompt's bound (module docstring)
-    if prompt < 1:
-        raise InputError("--max_length", f"{max_length} leaves no prompt text beside {images} image tokens "
-                         "(in GRPO --max_length bounds the encoded prompt, images included)")
-    return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
 
 
 def _batch(run: Run, nodes: int) -> dict[str, Any]:

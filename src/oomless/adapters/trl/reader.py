@@ -38,8 +38,8 @@ from ...catalog.models import ModelArch
 from ...catalog.resolve import load_model
 from ... import safe_paths as SP
 from ...errors import InputError
-from ...memory import vision as VZ
 from . import launch as TL
+from . import prompts
 from ..args import hf_optimizer
 from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
@@ -221,9 +221,9 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     if keys.version < TV.MAX_NUM_SEQS_WITH_STEPS:
         steps = spec["batch"]["gradient_accumulation_steps"]
     rollout, gpus = TL.rollout(keys, launch, arch, vllm, hardware, spec["batch"]["micro_batch_size"] * steps, notes,
-                               _prompt_truncation(keys), _completion_length(keys))
+                               prompts.prompt_truncation(keys), prompts.completion_length(keys))
     spec["rollout"] = rollout
-    spec["lengths"] = _lengths(keys, arch, rollout, prompt_directive, spec, notes)
+    spec["lengths"] = prompts.lengths(keys, arch, rollout, prompt_directive, spec, notes)
     spec["hardware"] = _hardware(hardware, gpus, nodes)
     return spec
 
@@ -363,38 +363,6 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
         raise InputError("num_generations", f"{out['num_generations']} does not divide the generation batch of {total} "
                          f"completions ({formed}; TRL {version_text(keys.version)} rejects this)")
     return out
-
-
-def _lengths(keys: Keys, arch: ModelArch, rollout: Mapping[str, Any], prompt_directive: int | None,
-             spec: dict[str, Any], notes: list[str]) -> dict[str, int]:
-    completion = _completion_length(keys)
-    if prompt_directive is not None:
-        keys.ignore("legacy.max_prompt_length", "the max_prompt_tokens directive bounds prompts instead")
-        return {"max_prompt_tokens": prompt_directive, "max_completion_tokens": completion}
-    legacy = _prompt_truncation(keys)
-    if legacy is not None:
-        if keys.values.get("legacy.max_prompt_length") is None:
-            notes.append(f"max_prompt_length unset: TRL {version_text(keys.version)} truncates prompts to its "
-                         f"default {legacy} tokens")
-        return {"max_prompt_tokens": legacy, "max_completion_tokens": completion}
-    images = VZ.max_image_tokens(arch.vision) if arch.vision is not None else 0
-    bound = rollout.get("max_model_len") or arch.max_position_embeddings
-    notes.append(f"no `max_prompt_tokens=` directive: prompts up to {bound} - {completion} - {images} tokens "
-                 f"(TRL {version_text(keys.version)} does not truncate prompts)")
-    prompt = bound - completion - images
-    if prompt < 1:
-        raise InputError("max_completion_length", f"{completion} leaves no prompt within {bound} tokens")
-    return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
-
-
-def _completion_length(keys: Keys) -> int:
-    return keys.int("max_completion_length", keys.default("max_completion_length", 512))
-
-
-def _prompt_truncation(keys: Keys) -> int | None:
-    """The length TRL truncates prompts to: max_prompt_length as given, else its default in the
-    release (512 up to 0.25, None from 0.26: no truncation; none in 0.28+), from the key table."""
-    return keys.int("legacy.max_prompt_length", keys.default("max_prompt_length"))
 
 
 def _hardware(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:

@@ -1,0 +1,48 @@
+"""TRL GRPO prompt and completion lengths under the stated release: max_prompt_length (its
+default 512 up to 0.25, None from 0.26, gone in 0.28: key table), the `max_prompt_tokens`
+directive, else the engine's or model's context less the completion and image tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...catalog.models import ModelArch
+from ...errors import InputError
+from ...memory import vision as VZ
+from ..common import version_text
+
+if TYPE_CHECKING:
+    from .reader import Keys
+
+
+def lengths(keys: Keys, arch: ModelArch, rollout: Mapping[str, Any], prompt_directive: int | None,
+             spec: dict[str, Any], notes: list[str]) -> dict[str, int]:
+    completion = completion_length(keys)
+    if prompt_directive is not None:
+        keys.ignore("legacy.max_prompt_length", "the max_prompt_tokens directive bounds prompts instead")
+        return {"max_prompt_tokens": prompt_directive, "max_completion_tokens": completion}
+    legacy = prompt_truncation(keys)
+    if legacy is not None:
+        if keys.values.get("legacy.max_prompt_length") is None:
+            notes.append(f"max_prompt_length unset: TRL {version_text(keys.version)} truncates prompts to its "
+                         f"default {legacy} tokens")
+        return {"max_prompt_tokens": legacy, "max_completion_tokens": completion}
+    images = VZ.max_image_tokens(arch.vision) if arch.vision is not None else 0
+    bound = rollout.get("max_model_len") or arch.max_position_embeddings
+    notes.append(f"no `max_prompt_tokens=` directive: prompts up to {bound} - {completion} - {images} tokens "
+                 f"(TRL {version_text(keys.version)} does not truncate prompts)")
+    prompt = bound - completion - images
+    if prompt < 1:
+        raise InputError("max_completion_length", f"{completion} leaves no prompt within {bound} tokens")
+    return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
+
+
+def completion_length(keys: Keys) -> int:
+    return keys.int("max_completion_length", keys.default("max_completion_length", 512))
+
+
+def prompt_truncation(keys: Keys) -> int | None:
+    """The length TRL truncates prompts to: max_prompt_length as given, else its default in the
+    release (512 up to 0.25, None from 0.26: no truncation; none in 0.28+), from the key table."""
+    return keys.int("legacy.max_prompt_length", keys.default("max_prompt_length"))
