@@ -97,3 +97,14 @@ def test_unset_bf16_before_0_19_is_fp32_unless_accelerate_says_bf16() -> None:
 def test_keys_of_older_releases_without_a_directive_keep_their_note() -> None:
     run, _, notes = from_yaml(MODEL + "max_prompt_length: 1024\n")
     assert run.lengths.max_prompt_tokens == 1024 and any(n.startswith("`max_prompt_length`: TRL ≤ 0.27") for n in notes)
+
+
+def test_an_open_r1_era_config_plans_under_its_release_and_the_latest_refusal_says_how() -> None:
+    # per_device_train_batch_size 16 on 7 processes (the 8th GPU is vllm_device "auto"): 0.15 checks 16 × 7.
+    config = (MODEL + "use_vllm: true\nper_device_train_batch_size: 16\ngradient_accumulation_steps: 8\n"
+              "num_generations: 7\n")
+    run, _, notes = from_yaml("# oomless: trl==0.15\n" + config, gpus_per_node=8)
+    assert (run.hardware.gpus_per_node, run.rollout.engine.value, run.rollout.num_gpus) == (8, "vllm_separate", 1)
+    assert any("7 process(es) per node" in n for n in notes)
+    with pytest.raises(InputError, match=r"rejects this; for an earlier TRL add `# oomless: trl==X.Y`\)$"):
+        from_yaml(config, gpus_per_node=8)

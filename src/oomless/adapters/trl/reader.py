@@ -87,6 +87,7 @@ class Keys:
         self.values = dict(values)
         self.version = version
         """The TRL release the keys are read under (defaults from the key tables)."""
+        self.version_stated = True
         self.used: set[str] = set()
         self.ignored: list[str] = []
 
@@ -156,6 +157,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     notes: list[str] = []
     trl_version, vllm, prompt_directive = _versions(read_directives(launch.directives_text), notes)
     keys = Keys(read_legacy(launch.config, notes, trl_version), trl_version)
+    keys.version_stated = "trl" in read_directives(launch.directives_text)
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     ignored = launch.ignored + keys.leftover()
@@ -230,10 +232,11 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
 
 def _processes_from_hardware(keys: Keys, launch: TL.Launch, gpus_per_node: int, notes: list[str]) -> TL.Launch:
     """A bare config launched on ``--gpus-per-node`` GPUs: one training process per GPU, less
-    the GPU TRL <= 0.17 gives its engine (`vllm_device: auto`, the next GPU index)."""
+    the GPU TRL <= 0.15 gives its engine (`vllm_device: auto`, its default there: the next GPU index)."""
     import dataclasses
 
-    engine = 1 if keys.values.get("use_vllm") in (True, "true", "True") and str(keys.values.get("vllm_device", "")) == "auto" else 0
+    device = keys.values.get("vllm_device", "auto" if TV.vllm_placement(keys.version) == "device" else "")
+    engine = 1 if keys.values.get("use_vllm") in (True, "true", "True") and str(device) == "auto" else 0
     processes = max(gpus_per_node - engine, 1)
     notes.append(f"the config does not say how many processes run: planned as `accelerate launch` with {processes} "
                  f"process(es) per node on the {gpus_per_node} GPUs of --gpus-per-node")
@@ -361,7 +364,8 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
     if rule is not None and rule[0] % out["num_generations"]:
         total, formed = rule
         raise InputError("num_generations", f"{out['num_generations']} does not divide the generation batch of {total} "
-                         f"completions ({formed}; TRL {version_text(keys.version)} rejects this)")
+                         f"completions ({formed}; TRL {version_text(keys.version)} rejects this"
+                         + (")" if keys.version_stated else "; for an earlier TRL add `# oomless: trl==X.Y`)"))
     return out
 
 
