@@ -82,3 +82,11 @@ def test_export_writes_vllm_max_num_seqs_only_where_the_release_has_it(dialect: 
     written = native_settings(spec, dialect)
     assert ("vllm_max_num_seqs" in written) is KT.load("swift").exists_in("vllm_max_num_seqs", dialect)
     assert dialect != (3, 6) or "vllm_max_num_seqs" not in written  # 3.5 deprecated it, 3.6 removed it, 3.7 restored it
+
+
+@pytest.mark.parametrize("version", ["3.6", "4.6"])
+def test_swift_rollout_server_defaults_to_256_sequences(version: str) -> None:
+    # RolloutArguments inherit VllmArguments' max_num_seqs 256 (3.x infer_args.py; 4.x args_mixin.py)
+    text = script({**TEXT, "use_vllm": "true", "vllm_mode": "server"}, {"NPROC_PER_NODE": 4}, version,
+                  pre="CUDA_VISIBLE_DEVICES=4 swift rollout --model Qwen/Qwen2.5-1.5B-Instruct &")
+    assert imported_spec(text).rollout.max_num_seqs == 256

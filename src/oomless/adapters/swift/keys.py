@@ -59,9 +59,12 @@ class Profile:
     @property
     def default_max_num_seqs(self) -> int | None:
         """`--vllm_max_num_seqs` unset on an engine ms-swift builds from VllmArguments (3.2-3.4
-        engines, `swift rollout`): 256 in 3.x (swift/trainers/arguments.py), None (vLLM's) in 4.x.
-        A 3.5+ colocated engine sizes itself instead: `colocate_max_num_seqs_flag`."""
-        return 256 if self.version < (4,) else None
+        engines, `swift rollout`): 256 in every release read (swift/llm/argument/infer_args.py
+        `max_num_seqs: int = 256` v3.5.3/v3.6.4; swift/rlhf_trainers/args_mixin.py
+        VllmArguments `vllm_max_num_seqs: int = 256` v4.0.4 L41 and HEAD, which RolloutArguments
+        inherits through DeployArguments/InferArguments). A 3.5+ colocated engine sizes itself
+        instead: `colocate_max_num_seqs_flag`."""
+        return 256
 
     @property
     def colocate_max_num_seqs_flag(self) -> bool:
