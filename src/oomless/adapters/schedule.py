@@ -75,6 +75,8 @@ class NativeRound:
     save_every_rounds: int | None
     problem: str | None
     """Why the spec's round is not a whole number of prompts (the writer says so), or None."""
+    schedule_problems: tuple[tuple[str, str], ...] = ()
+    """(schedule field, why) for a run length or save frequency that is not whole rounds."""
 
 
 def native_round(spec, dp: int) -> NativeRound:
@@ -86,9 +88,15 @@ def native_round(spec, dp: int) -> NativeRound:
     if per_round % n or per_update % n:
         problem = (f"verl-style trainers count prompts: {per_round} and {per_update} sequences a round and an optimizer "
                    f"step are not multiples of rollout.n={n}")
+    elif per_round < per_update:
+        problem = (f"a rollout round of {per_round} sequences is smaller than an optimizer step of {per_update}; the "
+                   "prompts a round / an optimizer step cannot say it (verl_round reads it as one step per round)")
     steps_per_round = max(per_round // max(per_update, 1), 1)
     sch = spec.schedule
+    schedule_problems = tuple((f"schedule.{name}", f"{value} is not a whole number of rounds of {steps_per_round} optimizer steps")
+                              for name, value in (("max_steps", sch.max_steps), ("save_steps", sch.save_steps))
+                              if value is not None and value % steps_per_round)
     return NativeRound(round_prompts=max(per_round // n, 1), update_prompts=max(per_update // n, 1),
                        max_rounds=-(-sch.max_steps // steps_per_round) if sch.max_steps is not None else None,
                        save_every_rounds=max(sch.save_steps // steps_per_round, 1) if sch.save_steps is not None else None,
-                       problem=problem)
+                       problem=problem, schedule_problems=schedule_problems)

@@ -105,6 +105,8 @@ def _round(spec: Any, world: int, micro: int) -> tuple[int, int, dict[str, Any]]
     rnd = SCH.native_round(spec, world)
     if rnd.problem:
         C.cannot_express("batch.steps_per_generation", rnd.problem)
+    for field, why in rnd.schedule_problems:
+        C.cannot_express(field, why)
     trainer: dict[str, Any] = {}
     if rnd.max_rounds is not None:
         trainer["max_steps"] = rnd.max_rounds

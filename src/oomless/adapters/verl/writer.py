@@ -73,6 +73,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     rnd = SCH.native_round(spec, world // max(spec.distribution.sequence_parallel_size, 1))
     if rnd.problem:
         C.cannot_express("batch.steps_per_generation", rnd.problem)
+    for field, why in rnd.schedule_problems:
+        C.cannot_express(field, why)
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
                              "use_fused_kernels": spec.logits.value == "fused",
                              "override_config": {"attn_implementation": spec.attention.value}}
