@@ -3,7 +3,7 @@ three values its writer refuses (`common.require`'s allowed values in adapters/<
 is refused by a plain export naming one of them, and `fit --export` (adapters/patch/export.py)
 still writes the files and names every such field in one line.
 
-The specs come from the round-trip strategies (test_round_trip_properties.py); CI examples and
+The specs come from the round-trip strategies (round_trip_strategies.py); CI examples and
 OOMLESS_FUZZ_EXAMPLES as there.
 """
 
@@ -22,7 +22,7 @@ from oomless.adapters.patch.export import export_fitted
 from oomless.errors import InputError
 from oomless.spec.load import parse_spec, resolve
 from oomless.spec.run import RunSpec
-from tests.adapters import test_round_trip_properties as RT
+from tests.adapters import round_trip_strategies as RT
 
 UNEXPRESSIBLE: dict[str, list[tuple[str, Any]]] = {
     "verl": [("distribution.strategy", "zero3"), ("precision", "fp16_mixed"), ("optimizer", "adamw_8bit"),
