@@ -189,7 +189,8 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
 def easyr1_specs(draw: st.DrawFn) -> RunSpec:
     hw = hardware(draw, "A100-80GB")
     batch = draw(rounds(hw["gpus_per_node"] * hw["num_nodes"]))
-    offload = draw(st.booleans())
+    strategy = draw(st.sampled_from(["fsdp", "zero2"]))
+    offload = strategy == "fsdp" and draw(st.booleans())  # the spec offloads parameters under FSDP or ZeRO-3 only
     algorithm = draw(st.sampled_from(["grpo", "rloo", "ppo"]))
     schedule = draw(schedules(steps_per_round(batch)))
     schedule["save_only_model"] = schedule["save_steps"] is not None and draw(st.booleans())
@@ -197,7 +198,7 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
         {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=draw(loras()), batch=batch,
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
         gradient_checkpointing=draw(st.booleans()), lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
-        distribution={"strategy": draw(st.sampled_from(["fsdp", "zero2"])), "offload_params": offload,
+        distribution={"strategy": strategy, "offload_params": offload,
                       "offload_optimizer": offload, "rank0_init": draw(st.booleans())},
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": True, "sleep_level": 1,
                  "samples_per_request": batch["num_generations"],
