@@ -18,6 +18,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from oomless.adapters import common as C
 from oomless.adapters.patch.export import export_fitted
 from oomless.errors import InputError
 from oomless.spec.load import parse_spec, resolve
@@ -87,3 +88,17 @@ def test_export_names_every_field_it_cannot_express_in_one_message(framework: st
         assert paths and all(p.exists() for p in paths)
     assert message is not None and "\n" not in message
     assert [field for field in changed if f"{field} (" not in message] == [], message
+
+
+@pytest.mark.parametrize("framework", ["openrlhf", "orz"])
+@RT.SETTINGS
+@given(data=st.data())
+def test_a_model_the_run_loads_but_no_group_places_is_named(framework: str, data: st.DataObject) -> None:
+    """A reward model added to a run whose explicit groups do not place it: the reader would give
+    it GPUs of its own, so the writer names `placement.groups` instead of writing other GPUs."""
+    spec = data.draw(SPECS[framework](), label="expressible spec")
+    assume(spec.reward_model.model is None)
+    bad = _with(spec, [("reward_model.model", "Qwen/Qwen2.5-0.5B-Instruct")])
+    with C.collect_unexpressed() as found:
+        RT.writer(framework).render_files(bad)
+    assert "placement.groups" in {field for field, _ in found}

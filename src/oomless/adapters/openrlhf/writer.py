@@ -92,6 +92,9 @@ def _canonical(spec: Any) -> dict[str, Any]:
     if colocate_all and len(groups) != 1:
         C.cannot_express("placement.groups", "OpenRLHF colocates vLLM only with every model in one group (colocate_all)")
     by_role = {role: g for g in groups for role in g}
+    needed = ["actor"] + ["reference"] * (spec.kl_beta > 0) + ["critic"] * (algorithm == "ppo") + ["reward"] * (spec.reward_model.model is not None)
+    if sorted(needed) != sorted(r for r in by_role if r != "vllm"):
+        C.cannot_express("placement.groups", f"train_ppo_ray places exactly the models the run loads: {', '.join(needed)}")
     per_node = _gpus_per_group(spec)
     c: dict[str, Any] = {"pretrain": spec.model, "colocate_all": colocate_all,
                          "colocate_actor_ref": not colocate_all and by_role.get("reference") == by_role["actor"],

@@ -71,8 +71,9 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     groups = [(tuple(r.value for r in g.roles), g.gpus_per_node) for g in placement_groups(spec)]
     nodes, ro = spec.hardware.num_nodes, spec.rollout
     roles = {r: (g, n) for g, n in groups for r in g}
-    if "reference" not in roles:
-        C.cannot_express("placement.groups", "ORZ always loads a reference model; place the reference role")
+    needed = ["actor", "reference"] + ["critic"] * (algorithm == "ppo") + ["reward"] * (spec.reward_model.model is not None)
+    if sorted(needed) != sorted(r for r in roles if r != "vllm"):
+        C.cannot_express("placement.groups", f"ORZ places exactly the models it loads (always a reference): {', '.join(needed)}")
     colocate = engine == "vllm_colocate"
     C.require(spec, "placement.offload_idle_models", (colocate,), fw)
     C.require(spec, "rollout.sleep_level", (1 if colocate else 0,), fw)
@@ -83,7 +84,7 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     for role, key in (("actor", "actor"), ("reference", "ref"), ("critic", "critic"), ("reward", "reward")):
         if role in roles:
             f[f"{key}_num_nodes"], f[f"{key}_num_gpus_per_node"] = roles[role][1] * nodes, 1
-    f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles["reference"][0]
+    f["colocate_actor_ref"] = colocate or roles["actor"][0] == roles.get("reference", (None,))[0]
     f["colocate_critic_reward"] = "reward" in roles and roles.get("critic", (None,))[0] == roles["reward"][0]
     f["vllm_num_engines"] = roles["vllm"][1] * nodes // tp if "vllm" in roles else 0
     f["vllm_tensor_parallel_size"] = tp
