@@ -163,7 +163,12 @@ def hardware(draw: st.DrawFn, gpu: str, per_node: tuple[int, ...] = (1, 2, 4, 8)
 def verl_specs(draw: st.DrawFn) -> RunSpec:
     hw = hardware(draw, "H100-80GB")
     world = hw["gpus_per_node"] * hw["num_nodes"]
-    batch = draw(rounds(world))
+    ulysses = draw(st.sampled_from([1, 2])) if world % 2 == 0 else 1
+    batch, lens = draw(rounds(world // ulysses)), draw(lengths())
+    if draw(st.booleans()):  # use_dynamic_bsz: micro-batches are what the token budget holds at the limits
+        sequence = lens["max_prompt_tokens"] + lens["max_completion_tokens"]
+        batch.update(max_tokens_per_gpu=batch["micro_batch_size"] * sequence, padding_free=True,
+                     logprob_max_tokens_per_gpu=batch["logprob_micro_batch_size"] * sequence)
     ft = draw(loras())
     sleep = draw(st.sampled_from([0, 1 if ft["method"] == "lora" else 2]))
     offload = draw(st.booleans())
@@ -171,9 +176,10 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     return spec_from(
         {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
-        gradient_checkpointing=draw(st.booleans()), lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
+        gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
         logits=draw(st.sampled_from(["full_bf16", "chunked", "fused"])),
-        distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload},
+        distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
+                      "sequence_parallel_size": ulysses},
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": False, "sleep_level": sleep,
                  "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
                  "gpu_memory_utilization": draw(st.sampled_from([0.4, 0.6])), "enforce_eager": draw(st.booleans()),

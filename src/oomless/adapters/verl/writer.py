@@ -92,6 +92,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         rollout["max_model_len"] = ro.max_model_len
     if ro.limit_images_per_prompt is not None:
         rollout["engine_kwargs"] = {"vllm": {"limit_mm_per_prompt": {"image": ro.limit_images_per_prompt}}}
+    ref: dict[str, Any] = {"log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size}
     actor = {
         "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": rnd.update_prompts,
         "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": spec.batch.max_tokens_per_gpu is not None,
@@ -107,6 +108,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         actor["ppo_max_token_len_per_gpu"] = spec.batch.max_tokens_per_gpu
         logprob = spec.batch.logprob_max_tokens_per_gpu or spec.batch.max_tokens_per_gpu
         rollout.update(log_prob_use_dynamic_bsz=True, log_prob_max_token_len_per_gpu=logprob)
+        # The reference's log-prob budget defaults to the actor's (ppo_trainer.yaml `oc.select`): set it too.
+        ref.update(log_prob_use_dynamic_bsz=True, log_prob_max_token_len_per_gpu=logprob)
     if spec.distribution.sequence_parallel_size > 1:
         actor["ulysses_sequence_parallel_size"] = spec.distribution.sequence_parallel_size
     data: dict[str, Any] = {"max_prompt_length": spec.lengths.max_prompt_tokens,
@@ -118,7 +121,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
         "defaults": ["ppo_trainer", "_self_"],
         "actor_rollout_ref": {"model": model, "actor": actor, "rollout": rollout,
-                              "ref": {"log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size}},
+                              "ref": ref},
         "data": data,
         "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "use_kl_in_reward": False},
         "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes,
