@@ -42,7 +42,7 @@ class Strategy(str, Enum):
 class LogitsMode(str, Enum):
     full_bf16 = "full_bf16"
     """[tokens, vocab] bf16 logits, log-softmax row by row in bf16 (TRL `selective_log_softmax`,
-    used by TRL >= 0.16 and ms-swift 3.x)."""
+    used by TRL 0.16 to 1.14 and ms-swift 3.x)."""
     full_fp32 = "full_fp32"
     """[tokens, vocab] logits upcast to fp32 for one log-softmax (transformers < 4.45 `logits.float()`,
     hand-written GRPO/PPO losses)."""
@@ -52,7 +52,7 @@ class LogitsMode(str, Enum):
     fused = "fused"
     """Liger's fused linear GRPO loss (TRL `use_liger_kernel`): logits exist one sequence at a time."""
     chunked_head = "chunked_head"
-    """TRL >= 1.0 `add_fused_lm_head`: the LM head runs in [4096 positions × 32,768 vocab] tiles
+    """TRL >= 1.15 `add_fused_lm_head` (absent in 1.0-1.14 per the wheels): the LM head runs in [4096 positions × 32,768 vocab] tiles
     of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""
 
 
