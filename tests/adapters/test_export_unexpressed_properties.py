@@ -33,15 +33,15 @@ UNEXPRESSIBLE: dict[str, list[tuple[str, Any]]] = {
     "easyr1": [("distribution.strategy", "zero3"), ("rollout.sleep_level", 2), ("rollout.engine_in_trainer_process", False),
                ("attention", "sdpa"), ("precision", "fp16_mixed"), ("optimizer", "sgd"), ("algorithm", "dapo"),
                ("rollout.max_num_seqs", 64), ("logits", "chunked"), ("rollout.samples_per_request", 1),
-               ("distribution.sequence_parallel_size", 2)],
+               ("distribution.sequence_parallel_size", 2), ("batch.padding_free", True)],
     "openrlhf": [("precision", "bf16"), ("optimizer", "adamw_8bit"), ("placement.process_per_role", False),
                  ("rollout.max_num_batched_tokens", 4096), ("rollout.max_num_seqs", 64), ("algorithm", "dapo"),
                  ("rollout.max_model_len", 99999), ("logits", "fused"), ("batch.gradient_accumulation_steps", 2)],
     "orz": [("finetune.method", "lora"), ("precision", "bf16"), ("attention", "sdpa"), ("algorithm", "rloo"),
             ("placement.process_per_role", False), ("rollout.max_num_seqs", 64), ("logits", "full_fp32"),
-            ("batch.gradient_accumulation_steps", 2), ("rollout.offload_model", True)],
+            ("batch.gradient_accumulation_steps", 2), ("rollout.offload_model", True), ("batch.padding_free", True)],
     "vlmr1": [("rollout.engine", "vllm_colocate"), ("ray.enabled", True), ("precision", "bf16"), ("finetune.method", "qlora"),
-              ("distribution.strategy", "fsdp"), ("logits", "chunked_head")],
+              ("distribution.strategy", "fsdp"), ("logits", "chunked_head"), ("batch.padding_free", True)],
 }
 """Per framework: a spec field and a value its writer's `require` / `cannot_express` refuses."""
 

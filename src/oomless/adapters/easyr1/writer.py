@@ -53,6 +53,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     C.require(spec, "rollout.samples_per_request", (spec.batch.num_generations,), fw)  # the reader: rollout.n
     C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
+    C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
+    C.require(spec, "batch.padding_free", (False,), fw)
     algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
     C.require(spec, "ray.enabled", (True,), fw)
     C.require(spec, "rollout.max_num_seqs", (None,), fw)

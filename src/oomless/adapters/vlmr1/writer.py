@@ -33,6 +33,8 @@ def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, A
     C.require(spec, "finetune.method", ("full", "lora"), fw)
     C.require(spec, "logits", ("full_bf16",), fw)
     C.require(spec, "batch.steps_per_generation", (None, 1), fw)  # one generation per optimizer step (the reader)
+    C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
+    C.require(spec, "batch.padding_free", (False,), fw)
     b, dist = spec.batch, spec.distribution
     if b.micro_batch_size % b.num_generations:
         C.cannot_express("batch.micro_batch_size", f"{b.micro_batch_size} is not a multiple of num_generations {b.num_generations} "
