@@ -90,3 +90,17 @@ def test_swift_rollout_server_defaults_to_256_sequences(version: str) -> None:
     text = script({**TEXT, "use_vllm": "true", "vllm_mode": "server"}, {"NPROC_PER_NODE": 4}, version,
                   pre="CUDA_VISIBLE_DEVICES=4 swift rollout --model Qwen/Qwen2.5-1.5B-Instruct &")
     assert imported_spec(text).rollout.max_num_seqs == 256
+
+
+def test_a_server_host_makes_the_engine_external_in_3_4(tmp_path) -> None:
+    """ms-swift 3.4 has no --vllm_mode; `is_external_vllm = use_vllm and vllm_server_host is not
+    None` (v3.4.0 grpo_trainer.py L232): the trainer's GPUs hold no engine."""
+    from oomless.adapters import HardwareFlags, import_native
+
+    script = tmp_path / "run.sh"
+    script.write_text("# oomless: ms-swift==3.4\nNPROC_PER_NODE=8 swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct "
+                      "--use_vllm true --vllm_server_host 10.0.0.1 --vllm_server_port 8000 --train_type full "
+                      "--deepspeed zero3 --per_device_train_batch_size 1 --num_generations 8\n")
+    result = import_native("swift", script, HardwareFlags(gpu="A100-80GB"))
+    assert result.spec["rollout"]["engine"] == "vllm_separate"
+    assert any("--vllm_server_host with ms-swift 3.4" in note for note in result.notes)

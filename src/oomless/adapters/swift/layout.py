@@ -60,6 +60,12 @@ def layout(run: Run, rollout_cmd: ShellCommand | None, hardware: Any, method: st
     roles = ["actor"] + (["reference"] if beta > 0 and method == "full" else []) + (["reward"] if reward else [])
     if run.profile.has_vllm_mode:
         return _modern(run, rollout_cmd, hardware)
+    if f.has("vllm_server_host") and run.profile.version >= (3, 4):
+        # ms-swift 3.4 (before vllm_mode): a server host makes the engine external.
+        # Source: v3.4.0 swift/trainers/rlhf_trainer/grpo_trainer.py L232
+        # (`is_external_vllm = use_vllm and args.vllm_server_host is not None`).
+        run.notes.append("--vllm_server_host with ms-swift 3.4: the external vLLM server (`swift rollout`) is planned")
+        return _server(run, rollout_cmd, hardware)
     return _legacy(run, roles)
 
 
