@@ -73,6 +73,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "optimizer", ("adamw",), fw)
     C.require(spec, "logits", ("full_bf16",), fw)
+    C.require(spec, "distribution.offload_reference_params", (False,), fw)  # idle models: placement.offload_idle_models
     C.require(spec, "batch.gradient_accumulation_steps", (1,), fw)  # one optimizer step per rollout (module docstring)
     C.require(spec, "batch.steps_per_generation", (None, 1), fw)
     C.require(spec, "placement.process_per_role", (True,), fw)

@@ -59,6 +59,7 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
     C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
     C.require(spec, "batch.padding_free", (False,), fw)
+    C.require(spec, "distribution.offload_reference_params", (False,), fw)  # idle models: placement.offload_idle_models
     C.require(spec, "rollout.offload_model", (False,), fw)
     C.require(spec, "rollout.offload_optimizer", (False,), fw)
     algorithm = C.require(spec, "algorithm", ("ppo", "grpo"), fw)

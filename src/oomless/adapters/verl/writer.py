@@ -62,6 +62,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
     C.require(spec, "logits", ("full_bf16", "chunked", "fused"), fw)
+    C.require(spec, "batch.padding_free", (spec.batch.max_tokens_per_gpu is not None,), fw)  # the reader: use_dynamic_bsz
+    C.require(spec, "distribution.offload_reference_params", (False,), fw)
     if lora:
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     for what in ("offload_model", "offload_optimizer"):
