@@ -78,9 +78,6 @@ def test_orz_round_trip_keeps_the_spec_and_its_placement(spec: RunSpec) -> None:
 # --- ms-swift: exported flags against the generated key table ---------------------------------
 
 SWIFT_TABLE, TRANSFORMERS_TABLE = KT.load("swift"), KT.transformers_table()
-SWIFT_3_6_SEQS = {"vllm_max_num_seqs"}
-"""The known gap test_key_tables.py marks strict-xfail: export writes --vllm_max_num_seqs for
-ms-swift 3.6, a release without that flag (3.5 deprecated it, 3.7 brought it back)."""
 
 
 @SETTINGS
@@ -91,4 +88,4 @@ def test_swift_exported_flags_exist_in_the_key_table_of_their_release(text: str)
     names = [n for cmd in common.parse_shell(script, "run_grpo.sh") if cmd.argv[:2] == ("swift", "rlhf")
              for n in common.parse_flags(cmd.argv[2:], "run_grpo.sh")]
     unknown = {n for n in names if not (SWIFT_TABLE.exists_in(n, version) or n in TRANSFORMERS_TABLE)}
-    assert names and unknown <= (SWIFT_3_6_SEQS if tuple(version[:2]) == (3, 6) else set()), unknown
+    assert names and unknown == set(), (version, unknown)
