@@ -182,7 +182,9 @@ def _arch(keys: Keys, base: Path) -> ModelArch:
     model = keys.get("model_name_or_path")
     if model is None:
         raise InputError("model_name_or_path", "required: the model id or path")
-    local = base / str(model)
+    if not isinstance(model, str):  # a flag given two values, a YAML list or number (issue 15 fuzzing)
+        raise InputError("model_name_or_path", f"{model!r}: one model id or path")
+    local = base / model
     try:
         return load_model(str(local) if not Path(model).is_absolute() and SP.exists(local) else str(model))
     except InputError as err:
