@@ -39,3 +39,16 @@ def test_unknown_framework_is_bad_input(tmp_path: Path) -> None:
     done = RUNNER.invoke(app, ["export", str(EXAMPLES / "quickstart.yaml"), "--to", "nemo", "--out-dir", str(tmp_path)])
     assert done.exit_code == 2
     assert "unknown framework 'nemo'" in done.output
+
+
+def test_export_names_every_field_it_cannot_express_in_one_message(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("model: Qwen/Qwen2.5-7B-Instruct\nhardware: {gpu: H100, gpus_per_node: 8}\noptimizer: adafactor\n"
+                    "attention: eager\nrollout: {engine: vllm_colocate, gpu_memory_utilization: 0.4, sleep_level: 0}\n")
+    done = RUNNER.invoke(app, ["export", str(spec), "--to", "easyr1", "--out-dir", str(tmp_path / "out")])
+    assert done.exit_code == 2
+    line = done.output.strip()
+    assert "\n" not in line and "cannot express" in line
+    for field in ("rollout.sleep_level", "attention", "optimizer"):
+        assert field in line
+    assert not (tmp_path / "out" / "easyr1_config.yaml").exists()

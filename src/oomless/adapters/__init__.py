@@ -85,4 +85,16 @@ def import_native(framework: str, path: Path, hardware: HardwareFlags) -> Import
 
 
 def export_native(framework: str, spec: Any, out_dir: Path, force: bool) -> list[Path]:
-    return _module(framework).export_spec(spec, out_dir, force)
+    """Write the framework's files; a spec with fields the framework cannot say is refused
+    with one message naming every such field (rendered first, nothing written)."""
+    from . import common
+
+    module = _module(framework)
+    render = getattr(importlib.import_module(f"{module.__name__}.writer"), "render_files", None)
+    if render is not None:
+        with common.collect_unexpressed() as found:
+            render(spec)
+        if found:
+            fields = "; ".join(f"{field}: {why}" for field, why in dict(found).items())
+            raise InputError(f"--to {framework}", f"cannot express {len(dict(found))} field(s): {fields}")
+    return module.export_spec(spec, out_dir, force)

@@ -51,7 +51,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "logits", ("full_bf16",), fw)
     if spec.finetune.method.value == "lora":
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
-    C.require(spec, "rollout.samples_per_request", (spec.batch.num_generations,), fw)  # the reader: rollout.n
+    C.require(spec, "rollout.samples_per_request", (None, spec.batch.num_generations), fw)  # the reader: rollout.n (None: n)
     C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
     C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
     C.require(spec, "batch.padding_free", (False,), fw)

@@ -52,6 +52,7 @@ def export_files(spec: RunSpec) -> dict[str, str]:
         overlay = {n: t for n, t in files.items() if n != SCRIPT_NAME}
         imported, _, _ = import_text(files[SCRIPT_NAME], Path("."), _hardware_flags(spec), SCRIPT_NAME, overlay)
         wanted, got = same_spec_dict(spec, arch), same_spec_dict(_with_hardware(imported, spec), arch)
+        _resolve_engine_default(wanted, got, spec)
         difference = first_difference(wanted, got)
         if difference is None:
             return files
@@ -60,6 +61,21 @@ def export_files(spec: RunSpec) -> dict[str, str]:
     others = "; ".join(f"{version_text(v)}: {f}" for v, (f, _) in zip(CANDIDATES[1:], failures[1:]))
     raise InputError(field, f"ms-swift {version_text(CANDIDATES[0])} cannot express it ({why}); "
                      f"older releases fail on {others}")
+
+
+def _resolve_engine_default(wanted: dict[str, Any], got: dict[str, Any], spec: RunSpec) -> None:
+    """A spec's unset `max_num_seqs` is vLLM's default for its GPU (planner.shape); ms-swift
+    states its engine's size (`swift rollout` 256, colocate batch × TP × steps), so compare the
+    number the plan would use."""
+    ro_w, ro_g = wanted.get("rollout") or {}, got.get("rollout") or {}
+    if ro_w.get("max_num_seqs") is None and ro_g.get("max_num_seqs") is not None:
+        from ...catalog.gpus import load_gpu
+        from ...memory.vllm import default_max_num_seqs
+        from ...planner.shape import capacity_bytes
+
+        gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu else None
+        is_a100 = gpu is not None and gpu.id.startswith("A100")
+        ro_w["max_num_seqs"] = default_max_num_seqs(capacity_bytes(spec, gpu), is_a100)
 
 
 def _hardware_flags(spec: RunSpec) -> Any:
