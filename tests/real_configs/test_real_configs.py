@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import real_configs_table as table  # noqa: E402  (scripts/ is not a package)
 
-PLANNED_SHARE_FLOOR = 0.93
+PLANNED_SHARE_FLOOR = 0.94
 """The planned share measured when the corpus was collected (docs/real-configs.md); raise it as
 fixes land, never lower it to make a change pass. The goal (issue 13) is 0.90."""
 
