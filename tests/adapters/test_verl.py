@@ -116,7 +116,9 @@ def _verl_python() -> str | None:
     python = os.environ.get("OOMLESS_VERL_PYTHON")
     if python:
         return python
-    return sys.executable if importlib.util.find_spec("verl") is not None else None
+    # verl's config composition needs hydra too (a bare `verl` folder on the path is not an install)
+    installed = all(importlib.util.find_spec(name) is not None for name in ("verl", "hydra"))
+    return sys.executable if installed else None
 
 
 @pytest.mark.parametrize("source", ["script", "offload"])

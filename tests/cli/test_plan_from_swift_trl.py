@@ -38,7 +38,7 @@ BAD = [
     ("swift", "run.sh", SWIFT_OK + " --per_device_train_batch_size two\n",
      "error: --per_device_train_batch_size: 'two' is not an integer"),
     ("trl", "grpo.yaml", TRL_OK + "beta: [0.1\n", "error: {path}: malformed YAML at line"),
-    ("trl", "grpo.yaml", TRL_OK.replace("1.16", "0.14"), "error: trl version: 0.14 is not supported"),
+    ("trl", "grpo.yaml", TRL_OK.replace("1.16", "0.13"), "error: trl version: 0.13 is not supported"),
     ("trl", "grpo.yaml", TRL_OK + "vllm_gpu_memory_utilization: high\nuse_vllm: true\n",
      "error: vllm_gpu_memory_utilization: 'high' is not a number"),
     ("trl", "run.sh", "trl grpo --config 'grpo.yaml\n", "error: {path}:1: malformed shell: no closing quotation"),

@@ -95,6 +95,8 @@ def export_native(framework: str, spec: Any, out_dir: Path, force: bool) -> list
         with common.collect_unexpressed() as found:
             render(spec)
         if found:
-            fields = "; ".join(f"{field}: {why}" for field, why in dict(found).items())
-            raise InputError(f"--to {framework}", f"cannot express {len(dict(found))} field(s): {fields}")
+            named = dict(found)
+            first, why = next(iter(named.items()))
+            more = "".join(f"; {field}: {reason}" for field, reason in list(named.items())[1:])
+            raise InputError(first, why + (f" (and {len(named) - 1} more field(s) {framework} cannot express{more})" if more else ""))
     return module.export_spec(spec, out_dir, force)
