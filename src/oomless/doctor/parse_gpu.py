@@ -240,16 +240,31 @@ def _nccl_source(text: str, offset: int) -> dict:
     return {"source": f"{src.group(1)}:{src.group(2)}"} if src else {}
 
 
+def _calloc_at(text: str, start: int) -> re.Match[str] | None:
+    """The "Failed to CUDA calloc N bytes" message at ``start``, read in a joined window (a
+    terminal's wrap inside the number loses nothing)."""
+    return _NCCL_CALLOC.match(joined_window(text, start, 200, stop="Failed to CUDA ")) or _NCCL_CALLOC.match(text, start)
+
+
 def nccl_oom(text: str) -> Iterator[Finding]:
+    """One finding per message: a "Cuda failure 'out of memory'" carries the calloc size that
+    follows it within 600 characters; a calloc line alone is a finding of its own."""
+    claimed: set[int] = set()
     if "out of memory'" in text:
         for m in _NCCL.finditer(text):
-            calloc = _NCCL_CALLOC.search(text, m.end(), m.end() + 600)
+            at = text.find("Failed to CUDA ", m.end(), m.end() + 600)
+            calloc = _calloc_at(text, at) if at >= 0 else None
+            if calloc:
+                claimed.add(at)
             numbers = {"failed_alloc_bytes": to_int(calloc.group(2)) if calloc else None}
             yield make(Kind.nccl_oom, "nccl", text, m.start(), numbers, _nccl_source(text, m.start()))
-    if "Failed to CUDA " in text:
-        for m in _NCCL_CALLOC.finditer(text):
-            numbers = {"failed_alloc_bytes": to_int(m.group(2))}
-            yield make(Kind.nccl_oom, m.group(1).replace(" ", "_"), text, m.start(), numbers, _nccl_source(text, m.start()))
+    start = text.find("Failed to CUDA ")
+    while start >= 0:
+        calloc = _calloc_at(text, start) if start not in claimed else None
+        if calloc:
+            numbers = {"failed_alloc_bytes": to_int(calloc.group(2))}
+            yield make(Kind.nccl_oom, calloc.group(1).replace(" ", "_"), text, start, numbers, _nccl_source(text, start))
+        start = text.find("Failed to CUDA ", start + 1)
 
 
 PARSERS = (torch_oom, ray_task_oom, deepspeed_workspace_oom, *VLLM_PARSERS, nccl_oom)

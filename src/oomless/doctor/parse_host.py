@@ -282,8 +282,15 @@ _HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not eno
 
 
 def host_alloc_oom(text: str) -> Iterator[Finding]:
-    for m in _HOST_ALLOC.finditer(text):
-        yield make(Kind.host_alloc_oom, "default_cpu_allocator", text, m.start(), {"requested_bytes": to_int(m.group(1))})
+    """Found from the anchor and read in a joined window, so a terminal's wrap inside the
+    message (``you tried to alloc`` / ``ate 123 bytes``) changes nothing."""
+    start = text.find("DefaultCPUAllocator:")
+    while start >= 0:
+        # the joined window, else the raw text (a number longer than the window)
+        m = _HOST_ALLOC.match(joined_window(text, start, 400, stop="DefaultCPUAllocator:")) or _HOST_ALLOC.match(text, start)
+        if m:
+            yield make(Kind.host_alloc_oom, "default_cpu_allocator", text, start, {"requested_bytes": to_int(m.group(1))})
+        start = text.find("DefaultCPUAllocator:", start + 1)
 
 
 PARSERS = (ray_oom, ray_worker_died, kernel_oom_kill, host_alloc_oom, process_killed)
