@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from oomless.mappings import flatten
+
 from .dataclass_fields import classes_in, fields_of, literal, MISSING
 
 Table = dict[str, dict[str, Any]]
@@ -100,16 +102,6 @@ def swift_sources(wheel: Path) -> list[str]:
 # --- verl ---------------------------------------------------------------------------------------
 
 VERL_FILES = ("verl/trainer/config/_generated_ppo_trainer.yaml", "verl/trainer/config/ppo_trainer.yaml")
-
-
-def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def verl_yaml(wheel: Path) -> tuple[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ from hypothesis import given
 
 from oomless.adapters import common
 from oomless.adapters import key_tables as KT
+from oomless.mappings import flatten
 from oomless.adapters.openrlhf.reader import CLASSIC, DOTTED, MARKERS
 from oomless.adapters.swift.writer import export_files
 from oomless.adapters.verl.keys import VERSION as VERL_VERSION
@@ -42,7 +43,7 @@ def test_verl_round_trip_keeps_the_spec_and_writes_keys_of_its_release(spec: Run
     if files is None:
         return
     config = yaml.safe_load(files["verl_ppo.yaml"])
-    keys = common.flatten_keys({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+    keys = flatten({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
     assert [k for k in keys if not _verl_has(k, KT.minor(VERL_VERSION))] == []
 
 

@@ -141,17 +141,6 @@ def as_bool(key: str, value: Any) -> bool:
     raise InputError(key, f"{value!r} is not true or false")
 
 
-def flatten_keys(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested mapping as dotted key → leaf value (a writer's config as the keys it sets)."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, Mapping) and value:
-            out.update(flatten_keys(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def spec_get(spec: Any, dotted: str) -> Any:
     node = spec
     for part in dotted.split("."):

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 from ...errors import InputError
 from .. import _native as N
+from ...mappings import flatten
 from .. import common as C
 from .. import schedule as SCH
 from .keys import DEFAULTS, ROL
@@ -20,7 +21,7 @@ MAIN_FILE = "easyr1_config.yaml"
 def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, Any]:
     """Dotted EasyR1 config key → value: what `export_spec` writes, and what `fit --from easyr1
     --write` patches into the user's YAML or overrides (one mapping for both)."""
-    return C.flatten_keys(_spec_to_config(spec))
+    return flatten(_spec_to_config(spec))
 
 
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 from ...errors import InputError
 from .. import _native as N
+from ...mappings import flatten
 from .. import common as C
 from .. import schedule as SCH
 from .keys import DEFAULTS, VERSION
@@ -25,7 +26,7 @@ def native_settings(spec: Any, dialect: str = VERSION) -> dict[str, Any]:
     """Dotted verl config key → value: what `export_spec` writes into its Hydra config, and what
     `fit --from verl --write` patches into the user's overrides or YAML (one mapping for both)."""
     config = _spec_to_config(spec)
-    return C.flatten_keys({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+    return flatten({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
 
 
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
