@@ -114,9 +114,8 @@ def vllm_leak(plan: Plan) -> Growth | None:
     lengths = spec.lengths
     tokens_prompt = lengths.typical_prompt + plan.shape.image_tokens_per_prompt
     per_prompt = G.retained_request_bytes(tokens_prompt, lengths.typical_completion, n, pixel_bytes_per_prompt(plan))
-    leak = G.vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_round(plan), per_prompt,
-                                                          spmd_engine_copies(spec))
     copies = spmd_engine_copies(spec)
+    leak = G.vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_round(plan), per_prompt, copies)
     held = f", held by each of {copies} TP ranks" if copies > 1 else ""
     return Growth(f"vLLM {version} V0 engine keeps finished n={n} requests{held}", leak,
                   "vllm#14353/#15597, fixed by vllm PR #14326/#16472")
