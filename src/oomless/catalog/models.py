@@ -1,6 +1,7 @@
-"""Model architectures: the dimensions of an HF ``config.json`` that memory depends on.
+"""Model architectures: reading an HF ``config.json`` into a ``ModelArch``.
 
-``arch_from_config`` turns a config dict into a frozen ``ModelArch``: the language model's
+``arch_from_config`` turns a config dict into a frozen ``ModelArch`` (the type lives in
+``arch``; it, ``VisionArch`` and ``AudioArch`` are re-exported here): the language model's
 keys (nested ``text_config``/``llm_config`` or flat, under any spelling ``hf_config`` knows),
 the family's layout rules from ``families.FAMILIES`` (each citing its transformers file),
 and the vision tower read by ``vision``. Nothing here imports torch or transformers.
@@ -12,14 +13,20 @@ the model is an ``InputError`` naming the key (and the other spellings tried).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from .checkpoint import CheckpointInfo
+from .arch import ModelArch
 from .families import LLAMA_TRAITS, FamilyTraits, assumed_traits_warning, family_traits
 from .hf_config import FIELD, KEY_ALIASES, config_get, config_int
-from .vision import AudioArch, VisionArch, audio_from_config, vision_from_config  # re-exported
+from .vision import AudioArch, VisionArch, audio_from_config, vision_from_config
+
+__all__ = [
+    "AudioArch", "ModelArch", "VisionArch",  # re-exported from arch and vision
+    "CATALOG_DEFAULTS_KEY", "EXPERT_COUNT_KEYS", "GEMMA2_SLIDING_PERIOD", "LINEAR_ATTENTION",
+    "NON_ATTENTION_MIXER_KEYS", "SPEECH_OUTPUT_KEYS", "SUBCONFIG_KEYS", "THINKER_KEY",
+    "UNKNOWN_MAX_POSITIONS", "arch_from_config",
+]
 
 SUBCONFIG_KEYS = ("text_config", "llm_config")
 """Where multimodal configs nest the language model: gemma3/Qwen-VL/LLaVA/Idefics3
@@ -41,97 +48,6 @@ and ``token2wav_config``. Source: qwen2_5_omni/configuration_qwen2_5_omni.py."""
 SPEECH_OUTPUT_KEYS = ("talker_config", "token2wav_config")
 UNKNOWN_MAX_POSITIONS = 0
 """``max_position_embeddings`` recorded when a config has none (nothing is sized by it)."""
-
-
-@dataclass(frozen=True)
-class ModelArch:
-    """A decoder-only language model (plus optional vision tower), as configured."""
-
-    name: str
-    model_type: str
-    text_model_type: str
-    hidden_size: int
-    intermediate_size: int
-    num_layers: int
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    tie_word_embeddings: bool
-    qkv_bias: bool
-    o_bias: bool
-    mlp_bias: bool
-    qk_norm: bool
-    sandwich_norm: bool
-    """Four norms per layer (gemma2/3 pre+post, GLM-4 post_self_attn/post_mlp)."""
-    max_position_embeddings: int
-    sliding_window: int | None = None
-    num_sliding_window_layers: int = 0
-    num_experts: int = 0
-    num_experts_per_tok: int = 0
-    moe_intermediate_size: int = 0
-    shared_expert_intermediate_size: int = 0
-    num_shared_experts: int = 0
-    num_dense_layers: int = 0
-    """Layers with a dense MLP; equals ``num_layers`` for dense models."""
-    experts_fused: bool = False
-    router_bias: bool = False
-    attention_sinks: bool = False
-    kv_lora_rank: int = 0
-    q_lora_rank: int | None = None
-    qk_rope_head_dim: int = 0
-    qk_nope_head_dim: int = 0
-    v_head_dim: int = 0
-    vision: VisionArch | None = None
-    audio: AudioArch | None = None
-    """Audio encoder (Qwen2.5-Omni's thinker); counted with the vision tower."""
-    source: str = ""
-    checkpoint: CheckpointInfo | None = None
-    """What the resolver found beside the config (exact parameter counts, quantization); set
-    by ``catalog.resolve``, None for a bare config dict."""
-    attention_module: str = "self_attn"
-    attention_names: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
-    """HF module names: (q, k, v, o), or (qkv, o) when fused (Phi-3 ``qkv_proj``,
-    GPT-NeoX/ChatGLM ``query_key_value``, InternLM2 ``wqkv``)."""
-    mlp_module: str = "mlp"
-    mlp_gated: bool = True
-    """Gated (SwiGLU/GeGLU: gate, up, down) or a plain 2-layer MLP (up, down)."""
-    mlp_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
-    """(gate, up, down), (gate_up, down) when fused (Phi-3, GLM), or (up, down) if plain."""
-    norm_type: str = "rms_norm"
-    """Decoder norms: ``rms_norm`` (weight), ``layer_norm`` (weight + bias), ``none``."""
-    layer_norm_names: tuple[str, ...] = ("input_layernorm", "post_attention_layernorm")
-    qk_norm_full_width: bool = False
-    """q/k norms over the whole projection (OLMo2: a·d and k·d) instead of one head_dim."""
-    lm_head_bias: bool = False
-    parallel_residual: bool = False
-    """Attention and MLP read the same input (GPT-NeoX, Phi-2)."""
-    partial_rotary_factor: float = 1.0
-    """Share of head_dim that is rotated (GPT-NeoX 0.25, GLM/Phi-2 0.5); no parameters."""
-    num_linear_attention_layers: int = 0
-    """Gated DeltaNet layers (Qwen3.5/Qwen3-Next); the other layers use full attention."""
-    linear_num_key_heads: int = 0
-    linear_num_value_heads: int = 0
-    linear_key_head_dim: int = 0
-    linear_value_head_dim: int = 0
-    linear_conv_kernel_dim: int = 0
-    attention_output_gate: bool = False
-    """Full-attention q_proj emits a sigmoid gate as wide as the queries (Qwen3.5)."""
-    warnings: tuple[str, ...] = ()
-    """Assumptions made reading the config (unknown family, defaults taken): one line each,
-    for the planner to show next to the plan."""
-
-    @property
-    def num_moe_layers(self) -> int:
-        return self.num_layers - self.num_dense_layers
-
-    @property
-    def uses_mla(self) -> bool:
-        return self.kv_lora_rank > 0
-
-    @property
-    def fused_qkv(self) -> bool:
-        return len(self.attention_names) == 2
 
 
 def _require(text: dict[str, Any], key: str, name: str, traits: FamilyTraits) -> int:
