@@ -8,10 +8,8 @@ the comparison document lists: verdicts, binding constraints, spec fields, peaks
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
-from . import html as H
 from . import png as P
 from .compare import binding_line, headline, show_value, signed_bytes, summary_lines, verdict_word
 from .model import LegendEntry, Panel, PlanChart, aligned_rows, legend, palette_for, plan_chart, size_label
@@ -44,15 +42,18 @@ def _side_head(comparison: dict[str, Any], side: str) -> str:
     return f"{side}: {comparison[side]['spec']} — {verdict_word(fits)}"
 
 
-def _differences_html(comparison: dict[str, Any]) -> str:
+def _differences(comparison: dict[str, Any]) -> dict[str, Any]:
+    """What `compare.html.j2` shows under "What changed": each side's verdict and binding
+    constraint, the spec fields that differ, each phase's peak, the components that moved most."""
+    from .html import Table
+
     d = comparison["differences"]
-    out = ["<h2>What changed</h2>"]
+    verdicts = []
     for side in ("before", "after"):
         b = d["binding"][side]
-        out.append(H.verdict_html(f"{side}: {verdict_word(b['fits'])} — {binding_line(b)}", b["fits"]))
-    rows = [[r["field"], show_value(r["before"]), show_value(r["after"])] for r in d["spec_fields"]]
-    out.append("<h3>spec fields that differ (defaults filled in)</h3>")
-    out.append(H.table(["field", "before", "after"], rows) if rows else "<p>none</p>")
+        verdicts.append((f"{side}: {verdict_word(b['fits'])} — {binding_line(b)}", b["fits"]))
+    fields = Table(["field", "before", "after"], [[r["field"], show_value(r["before"]), show_value(r["after"])]
+                                                  for r in d["spec_fields"]])
     capacity = {s: comparison[s]["plan"]["gpu"]["capacity_bytes"] for s in ("before", "after")}
 
     def size(n: int | None) -> str:
@@ -63,29 +64,24 @@ def _differences_html(comparison: dict[str, Any]) -> str:
         where = f"{r['device_role']} GPU" if r["device"] == "gpu" else "host"
         rows.append([where, r["phase"], size(r["before_bytes"]), size(r["after_bytes"]), signed_bytes(r["delta_bytes"])])
         bad.append(r["device"] == "gpu" and (r["after_bytes"] or 0) > capacity["after"])
-    out.append("<h3>peak per phase (per GPU; host per node)</h3>")
-    out.append(H.table(["device", "phase", "before", "after", "Δ"], rows, {2, 3, 4}, bad))
+    peaks = Table(["device", "phase", "before", "after", "Δ"], rows, {2, 3, 4}, bad)
     rows = [[r["name"], size_label(r["before_bytes"]), size_label(r["after_bytes"]), signed_bytes(r["delta_bytes"])]
             for r in d["components"][:NUM_HTML_COMPONENTS]]
-    out.append("<h3>GPU components that changed the most (largest value in any phase, per GPU)</h3>")
-    out.append(H.table(["component", "before", "after", "Δ"], rows, {1, 2, 3}) if rows else "<p>none</p>")
-    return "".join(out)
+    components = Table(["component", "before", "after", "Δ"], rows, {1, 2, 3})
+    return {"verdicts": verdicts, "spec_fields": fields, "phase_peaks": peaks, "components": components}
 
 
 def compare_html(comparison: dict[str, Any], charts: CompareCharts) -> str:
+    from .html import page, panel_grid, plan_tables
+
     before, after = comparison["before"], comparison["after"]
-    heads = tuple(escape(_side_head(comparison, s)) for s in ("before", "after"))
-    body = (
-        f"<h1>{escape(before['spec'])} → {escape(after['spec'])}</h1>"
-        f"<p>{escape(shared_title(charts))}</p>"
-        f"{_differences_html(comparison)}"
-        f"<h2>Memory per phase</h2>{H.panels_grid(charts.rows, 'c', heads)}{H.legend_html(charts.legend)}"
-        f"<h2>Details</h2>"
-        f"<details><summary>before: {escape(before['spec'])}</summary>{H.plan_tables(before['plan'])}</details>"
-        f"<details><summary>after: {escape(after['spec'])}</summary>{H.plan_tables(after['plan'])}</details>"
+    return page(
+        "compare.html.j2", f"oomless compare — {before['spec']} → {after['spec']}", "oomless-compare", comparison,
+        after["plan"]["oomless_version"], before=before["spec"], after=after["spec"], subtitle=shared_title(charts),
+        heads=[_side_head(comparison, s) for s in ("before", "after")], grid=panel_grid(charts.rows, "c"),
+        legend_entries=charts.legend, before_tables=plan_tables(before["plan"]), after_tables=plan_tables(after["plan"]),
+        **_differences(comparison),
     )
-    title = f"oomless compare — {before['spec']} → {after['spec']}"
-    return H.page(title, body, "oomless-compare", comparison, after["plan"]["oomless_version"])
 
 
 def compare_png_size(charts: CompareCharts) -> tuple[int, int]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -192,11 +191,11 @@ def write_run_chart(
 
     figure = run_figure(series, title, capacity_bytes)
     if html is not None:
-        from .html import page
+        from .html import page, safe_svg
 
         data = [vars(r) for r in parsed]
-        body = f"<h1>{escape(title)}</h1>{svg_text(figure, 'run')}"
-        write_atomically(Path(html), page(title, body, "oomless-run", data, _version()).encode("utf-8"))
+        text = page("run.html.j2", title, "oomless-run", data, _version(), svg=safe_svg(svg_text(figure, "run")))
+        write_atomically(Path(html), text.encode("utf-8"))
     if png is not None:
         write_atomically(Path(png), png_bytes(figure))
 
