@@ -4,8 +4,7 @@
 `model` turns plan documents into panels of stacked bars (pure); `png` draws them with
 matplotlib (the `charts` extra, imported only when a chart is asked for) as PNG and as the
 inline SVG that `svg` tags and `html` places in a self-contained page (Jinja2 templates in
-`templates/`, autoescaped). Paths are checked
-(`files`) before anything is drawn.
+`templates/`, autoescaped). Paths are checked (`files`) before anything is drawn.
 """
 
 from __future__ import annotations
