@@ -16,6 +16,7 @@ import functools
 import io
 import os
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -218,6 +219,49 @@ def _pipe_safe_stdout() -> None:
                                   write_through=getattr(stdout, "write_through", False))
 
 
+PYDANTIC_PLUGINS_OFF = ("__all__", "1", "true")
+"""Values of PYDANTIC_DISABLE_PLUGINS with which pydantic loads no plugin at all (pydantic 2.x
+`pydantic/plugin/_loader.py`, `get_plugins`)."""
+_PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+class _NoPydanticPlugins(types.ModuleType):
+    """Stands in for `pydantic.plugin._loader` while plugins are off. Pydantic imports that
+    module when it builds its first validator, and the module imports `importlib.metadata`
+    (email, zipfile, csv, socket, ...: ~25 ms here) only to scan entry points, which the
+    switch skips anyway. Its one function answers as pydantic's own does with the switch on;
+    with the switch turned off later, or for any other name a newer pydantic asks of it, the
+    real module is imported and answers."""
+
+    def get_plugins(self) -> Any:
+        if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in PYDANTIC_PLUGINS_OFF:
+            return ()
+        return self._real().get_plugins()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # the import system probes `__path__` and the like: a plain module has none
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+    def _real(self) -> Any:
+        import importlib
+
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return importlib.import_module(self.__name__)
+
+
+def _skip_pydantic_plugin_scan() -> None:
+    """Pydantic looks for plugins (observability hooks) in every installed distribution's entry
+    points when it builds its first validator: a tenth of a second on a machine with torch
+    installed, for hooks oomless's own models never need. A value the user set is kept; with
+    plugins off, the loader module is not imported either (`_NoPydanticPlugins`).
+    Source: pydantic docs, "Plugins" (PYDANTIC_DISABLE_PLUGINS), pydantic/plugin/_loader.py."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if os.environ["PYDANTIC_DISABLE_PLUGINS"] in PYDANTIC_PLUGINS_OFF and _PYDANTIC_PLUGIN_LOADER not in sys.modules:
+        sys.modules[_PYDANTIC_PLUGIN_LOADER] = _NoPydanticPlugins(_PYDANTIC_PLUGIN_LOADER)
+
+
 def _asks_version(args: list[str]) -> bool:
     """`--version` after a command (`oomless plan --version`): before any `--`."""
     return VERSION_FLAG in (args[:args.index("--")] if "--" in args else args)
@@ -227,11 +271,7 @@ def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point. Usage errors (unknown option, missing argument) are
     click's plain three-line message and exit code 2, like every other bad input."""
     args = argv if argv is not None else sys.argv[1:]
-    # Pydantic looks for plugins (observability hooks) in every installed distribution's entry
-    # points when it builds its first validator: a tenth of a second on a machine with torch
-    # installed, for hooks oomless's own models never need. A value the user set is kept.
-    # Source: pydantic docs, "Plugins" (PYDANTIC_DISABLE_PLUGINS), pydantic/plugin/_loader.py.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _skip_pydantic_plugin_scan()
     _pipe_safe_stdout()
     if _asks_version(args):
         typer.echo(version_line())
