@@ -37,6 +37,12 @@ def wrap_text(text: str, width: int, first: str = "", rest: str = "") -> str:
     return wrapped.replace(_KEEP, " ")
 
 
+def _colours_numbers(out: Console) -> bool:
+    """rich's number highlighting only where it shows: off a terminal (a pipe, a file) no style
+    is written, and skipping it spares compiling the highlighter's patterns (~7 ms of start-up)."""
+    return out.is_terminal or out.record
+
+
 def _print_bullet(out: Console, text: str) -> None:
     """A bullet whose wrapped lines stay indented under it, at the console's width."""
     out.print(wrap_text(text, out.width, "  • ", "    "), markup=False, highlight=False, soft_wrap=True)
@@ -55,12 +61,15 @@ def _print_verdict(out: Console, label: str, style: str, text: str) -> None:
 
 
 def render_plan(plan: Plan, console: Console | None = None) -> None:
-    out = console or Console()
+    # emoji=False: a name is printed as given (":x:" in a model id stays text), and rich's
+    # emoji table (~10 ms of start-up) is not loaded.
+    out = console or Console(emoji=False)
     arch, shape = plan.arch, plan.shape
     gpu_name = plan.gpu.id if plan.gpu else "custom GPU"
     out.print(
         f"[bold]{arch.name}[/] on {plan.spec.hardware.num_nodes} × {plan.spec.hardware.gpus_per_node} "
-        f"{gpu_name} ({format_bytes(shape.capacity_bytes)} each), {plan.spec.algorithm.value}"
+        f"{gpu_name} ({format_bytes(shape.capacity_bytes)} each), {plan.spec.algorithm.value}",
+        highlight=_colours_numbers(out),
     )
     for group in plan.devices:
         holds = ", ".join(r.value for r in group.roles)
@@ -105,7 +114,8 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
         _print_verdict(out, "DOES NOT FIT", "bold red", V.headline(plan))
     if len(plan.violations) > 1 or plan.verdict == "fits_typical":
         by = " by the worst batch" if plan.verdict == "fits_typical" else ""
-        out.print(f"{len(plan.violations)} constraint(s) broken{by}, in the order a step meets them:")
+        out.print(f"{len(plan.violations)} constraint(s) broken{by}, in the order a step meets them:",
+                  highlight=_colours_numbers(out))
         for c in V.in_time_order(plan, plan.violations):
             _print_bullet(out, V.constraint_sentence(plan, c))
     longest = plan.longest_fitting_prompt_tokens
