@@ -102,6 +102,23 @@ def kv_cache_bytes(plan: Plan) -> int:
     return plan.engine.kv_cache_bytes if plan.engine is not None else 0
 
 
+def _time_key(overrides: Overrides) -> tuple[tuple[str, object], ...]:
+    """A work option's overrides without the logits kernel, which moves no time term."""
+    return tuple((k, v) for k, v in overrides.items() if k != "logits")
+
+
+def _same_fields(factors: tuple[Factor, ...]) -> list[bool]:
+    """Per factor: whether all its options set the same fields, which no other factor sets
+    (then one option's fields can be set on a spec built with another's)."""
+    fields = [{frozenset(o.overrides) for o in f.options} for f in factors]
+    owners: dict[str, int] = {}
+    for i, sets in enumerate(fields):
+        for name in frozenset().union(*sets):
+            owners[name] = owners.get(name, 0) + 1
+    shared = any(n > 1 for n in owners.values())
+    return [len(sets) == 1 and not shared for sets in fields]
+
+
 def _add(a: list[int], b: list[int]) -> list[int]:
     return [x + y for x, y in zip(a, b)]
 
@@ -119,6 +136,11 @@ class Region:
         self._train_seconds: dict[tuple[object, ...], float] = {}
         self._engine_seconds: dict[tuple[object, ...], float] = {}
         self._engine_caps: dict[int, tuple[int, int]] = {}
+        self._partial_specs: dict[tuple[object, ...], RunSpec] = {}
+        self.groups = placement_groups(base)
+        """The region's placement: its layout fixes it (no factor moves a field it reads)."""
+        self._work_keys = [_time_key(o.overrides) for o in factors[1].options]
+        self._same_fields = _same_fields(factors)
         self.base_index = [min(range(len(f.options)), key=lambda j, f=f: f.options[j].num_changes) for f in factors]
         self._choose_engine_base()
         self.probes = [[self._probe(i, j) for j in range(len(f.options))] for i, f in enumerate(factors)]
@@ -185,14 +207,12 @@ class Region:
     def train_seconds(self, states: int, work: int) -> float:
         """Training-side step time of (states option, work option), engine at its base. The
         logits kernel moves no time term, so options differing only in it share one value."""
-        overrides = self.factors[1].options[work].overrides
-        key = (states, tuple((k, v) for k, v in overrides.items() if k != "logits"))
+        key = (states, self._work_keys[work])
         if key not in self._train_seconds:
-            choice = list(self.base_index)
-            choice[0], choice[1] = states, work
-            spec, plans = self.spec(tuple(choice)), self.probes
-            models, shape = plans[0][states].models, plans[1][work].shape
-            self._train_seconds[key] = sum(S.training_side_terms(spec, self.ctx.arch, self.ctx.perf, shape, models).values())
+            spec = self._spec_varying((states,), 1, work)
+            models, shape = self.probes[0][states].models, self.probes[1][work].shape
+            terms = S.training_side_terms(spec, self.ctx.arch, self.ctx.perf, shape, models, self.groups)
+            self._train_seconds[key] = sum(terms.values())
         return self._train_seconds[key]
 
     def engine_seconds(self, engine_choice: tuple[int, ...]) -> float:
@@ -203,9 +223,23 @@ class Region:
         key = (engine_choice[:2], self._sequences_held(choice)) if engine_choice else ((), 0)
         if key not in self._engine_seconds:
             shape = self.probes[2][engine_choice[0]].shape if engine_choice else self.probes[1][choice[1]].shape
-            terms = S.engine_side_terms(self.spec(choice), self.ctx.arch, self.ctx.perf, shape, self.kv(choice))
+            # The engine terms read no utilization (it acts through the KV cache passed here).
+            spec = self._spec_varying(choice[:3], 3, engine_choice[1]) if engine_choice else self.spec(choice)
+            terms = S.engine_side_terms(spec, self.ctx.arch, self.ctx.perf, shape, self.kv(choice), self.groups)
             self._engine_seconds[key] = sum(terms.values())
         return self._engine_seconds[key]
+
+    def _spec_varying(self, head: tuple[int, ...], factor: int, option: int) -> RunSpec:
+        """`spec` of the choice ``head`` (factors 0 … len(head)−1), then ``option`` of
+        ``factor`` = len(head), then every later factor at its base. The part before ``factor``
+        is built once per head and only this factor's fields are set on it: every option of a
+        factor sets the same fields, so the result reads as `spec` of the whole choice."""
+        assert factor == len(head)
+        if not self._same_fields[factor]:
+            return self.spec(head + (option,) + tuple(self.base_index[factor + 1:]))
+        if head not in self._partial_specs:
+            self._partial_specs[head] = self.spec(head + tuple(self.base_index[factor:]))
+        return apply(self._partial_specs[head], self.factors[factor].options[option].overrides)
 
     def _sequences_held(self, choice: tuple[int, ...]) -> int:
         """Full-length sequences the predicted KV cache holds, capped where more cannot help."""
@@ -221,8 +255,7 @@ class Region:
 
     def groups_with_actor(self) -> list[Group]:
         """Placement groups holding the actor, per node × nodes (the training ranks)."""
-        groups = placement_groups(self.base)
-        return [Group(g.roles, g.gpus_per_node * self.base.hardware.num_nodes) for g in groups if Role.actor in g.roles]
+        return [Group(g.roles, g.gpus_per_node * self.base.hardware.num_nodes) for g in self.groups if Role.actor in g.roles]
 
     # --- verification ----------------------------------------------------------------------
     def verify(self, samples: int = NUM_VERIFY_SAMPLES, seed: int = 0) -> set[int]:

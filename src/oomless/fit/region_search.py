@@ -12,7 +12,6 @@ as no remaining pair can enter the best `limit`.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import operator
 from dataclasses import dataclass
@@ -35,26 +34,36 @@ class Counts:
 
 
 def _picks(region: Region, factor_ids: range, seconds_of, lam: float, checked: list[int], base: list[int]) -> list[Pick]:
+    """Every choice over the factors, in product order, that has a finite step time. The slack
+    and change count of the choices' common prefixes are summed once, not per choice."""
     ids = list(factor_ids)
     options = [region.factors[i].options for i in ids]
     # Per option: its slack deltas on the checked constraints, its change count and penalty.
     deltas = [[tuple(region.deltas[i][j][c] for c in checked) for j in range(len(opts))] for i, opts in zip(ids, options)]
     costs = [[lam * o.num_changes for o in opts] for opts in options]
+    changes = [[o.num_changes for o in opts] for opts in options]
     lowers = [[o.lowers_safety for o in opts] for opts in options]
+    # (choice, slack, changes, lowers) over every factor but the last.
+    prefixes: list[tuple[tuple[int, ...], tuple[int, ...], int, bool]] = [((), tuple(base), 0, False)]
+    for k in range(len(ids) - 1):
+        prefixes = [(choice + (j,), tuple(map(operator.add, slack, deltas[k][j])), n + changes[k][j], low or lowers[k][j])
+                    for choice, slack, n, low in prefixes for j in range(len(options[k]))]
+    last = len(ids) - 1
     out = []
-    for choice in itertools.product(*(range(len(opts)) for opts in options)):
-        seconds = seconds_of(choice)
-        if math.isinf(seconds):
-            continue
-        slack = tuple(base)
-        changes, score, penalty = 0, seconds, 0.0
-        for k, j in enumerate(choice):
-            slack = tuple(map(operator.add, slack, deltas[k][j]))
-            changes += options[k][j].num_changes
-            score += costs[k][j]
-            if lowers[k][j]:
-                penalty = LOWERING_PENALTY_SECONDS
-        out.append((score + penalty, seconds, changes, slack, choice))
+    for head, head_slack, head_changes, head_lowers in prefixes:
+        head_costs = [costs[k][i] for k, i in enumerate(head)]
+        for j, (last_delta, last_cost) in enumerate(zip(deltas[last], costs[last])):
+            choice = head + (j,)
+            seconds = seconds_of(choice)
+            if math.isinf(seconds):
+                continue
+            score = seconds
+            for cost in head_costs:  # added one by one in factor order, as before, so scores
+                score += cost        # (and their ties) are bit for bit those of the plain sum
+            score += last_cost
+            penalty = LOWERING_PENALTY_SECONDS if head_lowers or lowers[last][j] else 0.0
+            slack = tuple(map(operator.add, head_slack, last_delta))
+            out.append((score + penalty, seconds, head_changes + changes[last][j], slack, choice))
     return out
 
 
@@ -76,7 +85,9 @@ def _feasible(picks: list[Pick], partners: list[Pick]) -> list[Pick]:
     if not partners:
         return []
     best = [max(p[3][c] for p in partners) for c in range(len(partners[0][3]))]
-    return [p for p in picks if all(s + b >= 0 for s, b in zip(p[3], best))]
+    if not best:
+        return list(picks)
+    return [p for p in picks if min(map(operator.add, p[3], best)) >= 0]
 
 
 def search_region(region: Region, lam: float, limit: int, counts: Counts) -> list[tuple[float, float, int, tuple[int, ...]]]:
@@ -99,7 +110,7 @@ def search_region(region: Region, lam: float, limit: int, counts: Counts) -> lis
             if score >= bound:
                 break
             counts.evaluated += 1
-            if all(a + b >= 0 for a, b in zip(t[3], e[3])):
+            if not t[3] or min(map(operator.add, t[3], e[3])) >= 0:
                 heapq.heappush(heap, (-score, t[1] + e[1], t[2] + e[2], t[4] + e[4]))
                 if len(heap) > limit:
                     heapq.heappop(heap)

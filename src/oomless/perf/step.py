@@ -204,9 +204,11 @@ def _per_optimizer_step(spec: RunSpec, per_rollout: dict[str, float]) -> dict[st
     return {k: v / steps_per_rollout for k, v in per_rollout.items()}
 
 
-def engine_side_terms(spec: RunSpec, arch: ModelArch, perf: GpuPerf, shape: RunShape, kv_cache_bytes: int) -> dict[str, float]:
-    """Seconds per optimizer step of the ENGINE_TERMS."""
-    run = _Run(spec, arch, perf, shape, {}, placement_groups(spec))
+def engine_side_terms(spec: RunSpec, arch: ModelArch, perf: GpuPerf, shape: RunShape, kv_cache_bytes: int,
+                      groups: tuple[Group, ...] | None = None) -> dict[str, float]:
+    """Seconds per optimizer step of the ENGINE_TERMS. ``groups``: `placement_groups(spec)`,
+    when the caller has them (`fit` asks for thousands of variants of one placement)."""
+    run = _Run(spec, arch, perf, shape, {}, placement_groups(spec) if groups is None else groups)
     return _per_optimizer_step(spec, {
         "rollout.generate": generation_s(run, kv_cache_bytes),
         "rollout.load_weights": weight_load_s(run),
@@ -214,9 +216,10 @@ def engine_side_terms(spec: RunSpec, arch: ModelArch, perf: GpuPerf, shape: RunS
     })
 
 
-def training_side_terms(spec: RunSpec, arch: ModelArch, perf: GpuPerf, shape: RunShape, models: dict[Role, RoleModel]) -> dict[str, float]:
-    """Seconds per optimizer step of every other term."""
-    run = _Run(spec, arch, perf, shape, models, placement_groups(spec))
+def training_side_terms(spec: RunSpec, arch: ModelArch, perf: GpuPerf, shape: RunShape, models: dict[Role, RoleModel],
+                        groups: tuple[Group, ...] | None = None) -> dict[str, float]:
+    """Seconds per optimizer step of every other term (``groups`` as in `engine_side_terms`)."""
+    run = _Run(spec, arch, perf, shape, models, placement_groups(spec) if groups is None else groups)
     terms = _per_optimizer_step(spec, {
         "rollout.gather_weights": generation_gather_s(run),
         "rollout.offload": rollout_offload_s(run),

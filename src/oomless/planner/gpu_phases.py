@@ -63,11 +63,22 @@ class GroupPlanner:
         self.spec, self.shape, self.group, self.budget = spec, shape, group, budget
         self.models = {r: models[r] for r in group.models()}
         self.has_engine = Role.vllm in group.roles
+        self._memo: dict[object, tuple[Component, ...]] = {}
+
+    def _once(self, key: object, build) -> list[Component]:
+        """``build()`` for this GPU, computed once: a phase-independent part (overheads, the
+        engine's blocks, a micro-batch's work) enters several phases of one plan."""
+        if key not in self._memo:
+            self._memo[key] = tuple(build())
+        return list(self._memo[key])
 
     # --- what is always there ----------------------------------------------------------------
 
     def overheads(self) -> list[Component]:
         """CUDA context per process on this GPU, NCCL for processes talking to other ranks."""
+        return self._once("overheads", self._overheads)
+
+    def _overheads(self) -> list[Component]:
         spec, out = self.spec, []
         if spec.placement.process_per_role:
             procs = [(f"{PREFIX[r]}.", m.num_shards) for r, m in self.models.items()]
@@ -116,6 +127,9 @@ class GroupPlanner:
         return out
 
     def engine_awake(self) -> list[Component]:
+        return self._once("engine_awake", self._engine_awake)
+
+    def _engine_awake(self) -> list[Component]:
         if not self.has_engine:
             return []
         b = self.budget
@@ -132,6 +146,9 @@ class GroupPlanner:
         non-torch memory; its profile-run activations are free blocks of the caching
         allocator, which a trainer in the same process reuses. Asleep, graphs and non-torch
         memory stay."""
+        return self._once("engine_residue", self._engine_residue)
+
+    def _engine_residue(self) -> list[Component]:
         if not self.has_engine:
             return []
         if self.spec.rollout.sleep_level == 0:
@@ -233,6 +250,9 @@ class GroupPlanner:
         the larger of the logits peak at the loss (actor only) and the backward transient of one
         recomputed layer (with Ulysses' all-to-all buffers), and (actor) the vocabulary-sized
         weight gradient waiting to be accumulated into ``.grad``."""
+        return self._once(("training_work", role), lambda: self._training_work(role))
+
+    def _training_work(self, role: Role) -> list[Component]:
         spec, shape, m, mb = self.spec, self.shape, self.models[role], self.shape.train_batch
         gc, attn, arch = spec.gradient_checkpointing, spec.attention, m.arch
         rows, row_len, sp = mb.num_rows, mb.row_len, mb.sequence_parallel_size
