@@ -1,7 +1,5 @@
 """Length and image-size distributions given as percentiles (percentile in (0, 100) → value)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field
@@ -10,7 +8,7 @@ Percentiles = dict[Annotated[float, Field(gt=0, lt=100)], Annotated[int, Field(g
 """Percentile (strictly between 0 and 100) → value, e.g. {50: 300, 90: 800, 99: 1500, 99.9: 4000}."""
 
 
-def check_percentiles(name: str, percentiles: dict[float, int] | None, median: int | None, limit: int | None) -> None:
+def check_percentiles(name: str, percentiles: dict[float, int] | None, median: int | None, limit: int | None) -> "None":
     """Values rise with the percentile, stay within the limit and agree with the median given."""
     if not percentiles:
         return

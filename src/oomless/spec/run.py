@@ -7,14 +7,13 @@ Cross-field rules that need the model architecture (e.g. TP dividing the KV head
 checked in `oomless.spec.load`, where the architecture is known.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Frozen as _Frozen
+from .base import INT64, Frozen as _Frozen
 from .percentiles import Percentiles, check_percentiles
+from .rollout import Ray, Rollout
 from .sections import ExtraModel, Placement, RewardModel, Schedule, Vision
 from .train_section import TrainSection
 
@@ -50,16 +49,16 @@ class Hardware(_Frozen):
         description="Usable capacity per GPU as torch reports it (GiB). Overrides the catalog; "
         "required when `gpu` is not given.",
     )
-    gpus_per_node: Annotated[int, Field(ge=1, le=1024)] = Field(
+    gpus_per_node: Annotated[int, Field(ge=1, le=1024), INT64] = Field(
         8, description="GPUs per node, training and rollout GPUs together. Default 8."
     )
-    num_nodes: Annotated[int, Field(ge=1, le=2**20)] = Field(1, description="Number of nodes. Default 1.")
+    num_nodes: Annotated[int, Field(ge=1, le=2**20), INT64] = Field(1, description="Number of nodes. Default 1.")
     host_ram_gib: Annotated[float, Field(gt=0, le=MAX_HOST_RAM_GIB)] | None = Field(
         None, description="Host RAM per node (GiB). Without it host RAM is reported, not judged."
     )
 
     @model_validator(mode="after")
-    def _needs_capacity(self) -> Hardware:
+    def _needs_capacity(self) -> "Hardware":
         if self.gpu is None and self.gpu_capacity_gib is None:
             raise ValueError("give `gpu` (a catalog name) or `gpu_capacity_gib`")
         return self
@@ -67,7 +66,7 @@ class Hardware(_Frozen):
 
 class Finetune(_Frozen):
     method: FinetuneMethod = Field(FinetuneMethod.full, description="full | lora | qlora (4-bit NF4 base). Default full.")
-    lora_rank: Annotated[int, Field(ge=1)] = Field(8, description="LoRA rank r. Default 8.")
+    lora_rank: Annotated[int, Field(ge=1), INT64] = Field(8, description="LoRA rank r. Default 8.")
     lora_alpha: Annotated[float, Field(gt=0)] = Field(32, description="LoRA alpha (no memory effect). Default 32.")
     lora_dropout: Annotated[float, Field(ge=0, lt=1)] = Field(
         0.0, description="LoRA dropout; > 0 saves a mask per adapted input. Default 0 (PEFT; ms-swift uses 0.05)."
@@ -83,15 +82,15 @@ class Distribution(_Frozen):
     strategy: Strategy = Field(Strategy.zero3, description="ddp | zero1 | zero2 | zero3 | fsdp. Default zero3.")
     offload_params: bool = Field(False, description="ZeRO-3/FSDP parameter offload to CPU during training. Default false.")
     offload_optimizer: bool = Field(False, description="Optimizer states (and fp32 master) on CPU (ZeRO-Offload). Default false.")
-    reduce_bucket_size: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+    reduce_bucket_size: Annotated[Annotated[int, Field(ge=0)] | Literal["auto"], INT64] = Field(
         500_000_000,
         description="DeepSpeed reduce_bucket_size in elements, or `auto` (HF: hidden²). Default 5e8 (DeepSpeed).",
     )
     overlap_comm: bool = Field(True, description="DeepSpeed overlap_comm (ZeRO-1/2: two reduce buffers). Default true.")
-    stage3_prefetch_bucket_size: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+    stage3_prefetch_bucket_size: Annotated[Annotated[int, Field(ge=0)] | Literal["auto"], INT64] = Field(
         50_000_000, description="ZeRO-3 prefetch bucket in elements, or `auto` (HF: 0.9·hidden²). Default 5e7 (DeepSpeed)."
     )
-    stage3_max_live_parameters: Annotated[int, Field(ge=0)] = Field(
+    stage3_max_live_parameters: Annotated[int, Field(ge=0), INT64] = Field(
         1_000_000_000, description="ZeRO-3 cap on gathered parameters in elements. Default 1e9."
     )
     rank0_init: bool = Field(
@@ -99,10 +98,10 @@ class Distribution(_Frozen):
         description="Only local rank 0 loads the checkpoint into host RAM, the others build on the meta "
         "device (verl/EasyR1 FSDP `enable_rank0_init`). Default false.",
     )
-    sub_group_size: Annotated[int, Field(ge=1)] = Field(
+    sub_group_size: Annotated[int, Field(ge=1), INT64] = Field(
         1_000_000_000, description="ZeRO-3 optimizer-step tile in elements (fp32 grads exist per tile). Default 1e9."
     )
-    stage3_param_persistence_threshold: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+    stage3_param_persistence_threshold: Annotated[Annotated[int, Field(ge=0)] | Literal["auto"], INT64] = Field(
         100_000,
         description="ZeRO-3: tensors up to this many elements stay unpartitioned, or `auto` (HF: 10·hidden). Default 1e5.",
     )
@@ -112,7 +111,7 @@ class Distribution(_Frozen):
         "unit in its forward (verl: FSDP CPUOffload is forced on the reference, `fsdp_workers.py` \"We force "
         "reference policy to use CPUOffload\"; `ref.fsdp_config.param_offload`). Needs zero3 or fsdp. Default false.",
     )
-    sequence_parallel_size: Annotated[int, Field(ge=1, le=1024)] = Field(
+    sequence_parallel_size: Annotated[int, Field(ge=1, le=1024), INT64] = Field(
         1,
         description="Ulysses/ring sequence-parallel degree: each sequence's tokens are split over this many "
         "training GPUs (verl `ulysses_sequence_parallel_size`, ms-swift `--sequence_parallel_size`, OpenRLHF "
@@ -120,7 +119,7 @@ class Distribution(_Frozen):
     )
 
     @model_validator(mode="after")
-    def _param_offload_needs_sharding(self) -> Distribution:
+    def _param_offload_needs_sharding(self) -> "Distribution":
         if self.offload_params and self.strategy not in (Strategy.zero3, Strategy.fsdp):
             raise ValueError(
                 f"offload_params needs strategy zero3 or fsdp, not {self.strategy.value}"
@@ -133,15 +132,15 @@ class Distribution(_Frozen):
 
 
 class Batch(_Frozen):
-    micro_batch_size: Annotated[int, Field(ge=1, le=2**20)] = Field(
+    micro_batch_size: Annotated[int, Field(ge=1, le=2**20), INT64] = Field(
         1, description="Completions per GPU per forward/backward (per_device_train_batch_size). Default 1."
     )
-    gradient_accumulation_steps: Annotated[int, Field(ge=1, le=2**20)] = Field(1, description="Default 1.")
-    num_generations: Annotated[int, Field(ge=1, le=2**16)] = Field(8, description="Completions per prompt (group size). Default 8 (TRL).")
-    steps_per_generation: Annotated[int, Field(ge=1)] | None = Field(
+    gradient_accumulation_steps: Annotated[int, Field(ge=1, le=2**20), INT64] = Field(1, description="Default 1.")
+    num_generations: Annotated[int, Field(ge=1, le=2**16), INT64] = Field(8, description="Completions per prompt (group size). Default 8 (TRL).")
+    steps_per_generation: Annotated[int, Field(ge=1), INT64] | None = Field(
         None, description="Optimizer micro-steps per rollout batch. Default: gradient_accumulation_steps (TRL)."
     )
-    logprob_micro_batch_size: Annotated[int, Field(ge=1)] | None = Field(
+    logprob_micro_batch_size: Annotated[int, Field(ge=1), INT64] | None = Field(
         None, description="Sequences per no-grad log-prob forward. Default: micro_batch_size (TRL)."
     )
     oversample_factor: Annotated[float, Field(ge=1, le=1000)] = Field(
@@ -155,7 +154,7 @@ class Batch(_Frozen):
         "`--padding_free`, TRL `padding_free`, OpenRLHF `--packing_samples`, verl `use_remove_padding`). "
         "Default false: every member is padded to the longest one.",
     )
-    max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
+    max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31), INT64] | None = Field(
         None,
         description="Token budget of one training micro-batch per GPU: the sequences of a step are split into "
         "ceil(tokens / budget) balanced micro-batches (verl `use_dynamic_bsz` + `ppo_max_token_len_per_gpu`, EasyR1 "
@@ -163,7 +162,7 @@ class Batch(_Frozen):
         "With a budget, micro_batch_size × gradient_accumulation_steps is read as the sequences per GPU per "
         "optimizer step. Default none: micro-batches are counted in sequences.",
     )
-    logprob_max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31)] | None = Field(
+    logprob_max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31), INT64] | None = Field(
         None,
         description="Token budget of one no-grad log-prob micro-batch per GPU (verl "
         "`log_prob_max_token_len_per_gpu`, `ref.log_prob_max_token_len_per_gpu`). Default: max_tokens_per_gpu.",
@@ -188,12 +187,12 @@ class Lengths(_Frozen):
     (the share of completions cut at the limit, which TRL logs as `completions/clipped_ratio` and
     verl as `response_length/clip_ratio`) gives the chance per step of a batch at the limit."""
 
-    max_prompt_tokens: Annotated[int, Field(ge=1, le=2**24)] = Field(512, description="Longest prompt in tokens. Default 512 (TRL).")
-    max_completion_tokens: Annotated[int, Field(ge=1, le=2**24)] = Field(256, description="Longest completion. Default 256 (TRL 0.2x).")
-    typical_prompt_tokens: Annotated[int, Field(ge=1, le=2**24)] | None = Field(
+    max_prompt_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] = Field(512, description="Longest prompt in tokens. Default 512 (TRL).")
+    max_completion_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] = Field(256, description="Longest completion. Default 256 (TRL 0.2x).")
+    typical_prompt_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
         None, description="Median prompt length of the dataset in tokens (`oomless stats`-style p50). Default: max_prompt_tokens."
     )
-    typical_completion_tokens: Annotated[int, Field(ge=1, le=2**24)] | None = Field(
+    typical_completion_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
         None, description="Median completion length the policy generates (TRL `completions/mean_length`). Default: max_completion_tokens."
     )
     completion_clip_fraction: Annotated[float, Field(ge=0, le=1)] | None = Field(
@@ -213,7 +212,7 @@ class Lengths(_Frozen):
     )
 
     @model_validator(mode="after")
-    def _typical_within_limits(self) -> Lengths:
+    def _typical_within_limits(self) -> "Lengths":
         for kind in ("prompt", "completion"):
             typical, limit = getattr(self, f"typical_{kind}_tokens"), getattr(self, f"max_{kind}_tokens")
             if typical is not None and typical > limit:
@@ -238,101 +237,6 @@ class Lengths(_Frozen):
         return self.typical_completion_tokens or self.max_completion_tokens
 
 
-class Rollout(_Frozen):
-    engine: RolloutEngine = Field(RolloutEngine.vllm_colocate, description="hf | vllm_colocate | vllm_separate. Default vllm_colocate.")
-    num_gpus: Annotated[int, Field(ge=1)] = Field(
-        1, description="vllm_separate only: GPUs per node given to vLLM (the rest train). Default 1."
-    )
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
-        0.9,
-        description="vLLM's per-instance fraction of total GPU memory, in (0, 1]. Default: with vllm_colocate, the "
-        "largest (up to vLLM's 0.9) with which the run fits beside the trainer with a 5 % margin, which the plan "
-        "names (`oomless.planner.defaults`); otherwise 0.9 (vLLM). Framework configs read with --from always "
-        "carry their framework's own default.",
-    )
-    tensor_parallel_size: Annotated[int, Field(ge=1)] = Field(1, description="vLLM tensor parallel size. Default 1.")
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="vLLM max_num_seqs. Default: vLLM's (256, or 1024 on >=70 GiB non-A100 GPUs)."
-    )
-    max_num_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="vLLM max_num_batched_tokens. Default: vLLM LLM-class (8192, or 16384 on >=70 GiB non-A100)."
-    )
-    max_model_len: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="vLLM max_model_len. Default: max_prompt_tokens + max_completion_tokens."
-    )
-    enforce_eager: bool = Field(False, description="No CUDA graphs. Default false.")
-    vllm_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}([a-z0-9.+-]*)$", max_length=40)] | None = Field(
-        None,
-        description="vLLM version the framework runs (e.g. 0.7.3): selects version-dependent behaviour, such as the "
-        "V0 engine of 0.7.x keeping every finished n > 1 request (vllm#14353). Default unknown: none applied.",
-    )
-    samples_per_request: Annotated[int, Field(ge=1)] | None = Field(
-        None,
-        description="SamplingParams n of one prompt's request to vLLM: EasyR1/verl `rollout.n`, TRL server mode "
-        "num_generations; 1 where prompts are repeated instead (TRL colocate, ms-swift without TP). "
-        "Default: num_generations.",
-    )
-    cuda_graphs_in_budget: bool = Field(
-        True,
-        description="CUDA graphs are profiled inside gpu_memory_utilization (vLLM >= 0.21); false for older "
-        "vLLM, which captures them on top of the budget. Default true.",
-    )
-    empty_cache_before_rollout: bool = Field(
-        True,
-        description="The trainer returns its cached blocks (torch.cuda.empty_cache) before the engine wakes "
-        "(TRL, verl); false keeps them reserved through rollout (ms-swift 3.x without gc_collect_after_offload). "
-        "Default true.",
-    )
-    limit_images_per_prompt: Annotated[int, Field(ge=0)] | None = Field(
-        None,
-        description="vLLM `limit_mm_per_prompt` image count: images per prompt vLLM profiles and accepts. "
-        "Default: vision.images_per_prompt.",
-    )
-    sleep_level: Literal[0, 1, 2] = Field(
-        0, description="vLLM sleep after rollout: 0 none, 1 weights to pinned host RAM + KV freed, 2 both freed. Default 0."
-    )
-    engine_in_trainer_process: bool = Field(
-        True,
-        description="vllm_colocate: the engine runs inside the training process and shares its CUDA "
-        "context (TRL, ms-swift, verl); false for separate worker processes (OpenRLHF, ORZ). Default true.",
-    )
-    weight_sync_batches: Annotated[int, Field(ge=1)] | None = Field(
-        None,
-        description="Under ZeRO-3/FSDP the weights are gathered for the sync in this many batches: 1 = the whole "
-        "model at once (ms-swift default; LoRA merges need it), N = ms-swift `move_model_batches`; default "
-        "none = one parameter at a time (TRL full fine-tuning), the whole model for LoRA.",
-    )
-    engine_starts_first: bool = Field(
-        False,
-        description="The engine is created before the training models are loaded (ORZ, OpenRLHF create vLLM "
-        "engines first); false: after from_pretrained and before deepspeed.initialize (TRL, ms-swift). Default false.",
-    )
-    recompute_old_logprobs: bool | None = Field(
-        None,
-        description="The trainer recomputes the rollout's log-probs with its own weights in a no-grad pass "
-        "before training, even with beta 0 and one optimizer step per rollout: TRL >= 0.22 with vLLM "
-        "(`vllm_importance_sampling_correction`, default true: trl PR #3867), verl and OpenRLHF (always). "
-        "Default: only when the loss needs them (rollout reused over steps, PPO, LoRA reference).",
-    )
-    offload_model: bool = Field(False, description="Move training (and reference) weights to CPU during rollout (ms-swift). Default false.")
-    offload_optimizer: bool = Field(False, description="Move optimizer states to CPU during rollout (ms-swift). Default false.")
-
-    @property
-    def utilization_given(self) -> bool:
-        """The spec sets gpu_memory_utilization (else the planner may choose it: `planner.defaults`)."""
-        return "gpu_memory_utilization" in self.model_fields_set
-
-
-class Ray(_Frozen):
-    enabled: bool = Field(False, description="The run uses Ray (verl, EasyR1, OpenRLHF). Default false.")
-    memory_usage_threshold: Annotated[float, Field(gt=0, le=1)] = Field(
-        0.95, description="Ray memory monitor kill threshold (RAY_memory_usage_threshold). Default 0.95."
-    )
-    object_store_fraction: Annotated[float, Field(ge=0, le=1)] = Field(
-        0.3, description="Object store size as a fraction of node RAM (Ray default 0.3, capped at 200 GB)."
-    )
-
-
 class RunSpec(_Frozen):
     """One RL fine-tuning run: model, hardware and every memory-relevant knob."""
 
@@ -354,7 +258,7 @@ class RunSpec(_Frozen):
     logits: LogitsMode = Field(
         LogitsMode.full_bf16, description="full_bf16 | full_fp32 | chunked | fused. Default full_bf16 (TRL, ms-swift)."
     )
-    logits_chunk_rows: Annotated[int, Field(ge=1)] = Field(
+    logits_chunk_rows: Annotated[int, Field(ge=1), INT64] = Field(
         2048, description="Rows per chunk for `chunked` (verl's 2048)."
     )
     kl_beta: Annotated[float, Field(ge=0)] = Field(
@@ -370,7 +274,7 @@ class RunSpec(_Frozen):
     train: TrainSection | None = Field(None, description="Data, rewards and optimiser of `oomless train` (ignored by `plan`).")
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> RunSpec:
+    def _cross_checks(self) -> "RunSpec":
         hw, ro = self.hardware, self.rollout
         if ro.engine == RolloutEngine.vllm_separate and ro.num_gpus >= hw.gpus_per_node:
             raise ValueError(
@@ -396,7 +300,7 @@ class RunSpec(_Frozen):
             )
         return self
 
-    def _check_groups(self) -> None:
+    def _check_groups(self) -> "None":
         groups, engine = self.placement.groups or [], self.rollout.engine
         total = sum(g.gpus_per_node for g in groups)
         if total > self.hardware.gpus_per_node:

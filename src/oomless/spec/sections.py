@@ -3,13 +3,11 @@
 Kept apart from `run.py` so each file reads in one sitting; `RunSpec` composes them.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from .base import Frozen
+from .base import INT64, Frozen
 from .enums import Role
 from .percentiles import Percentiles, check_percentiles
 
@@ -23,16 +21,16 @@ no real limit is refused; the worst-case token search (`memory/vision_tokens.py`
 class Vision(Frozen):
     """Images in the prompts of a vision-language model. Ignored for text-only models."""
 
-    images_per_prompt: Annotated[int, Field(ge=0)] = Field(1, description="Most images one prompt carries. Default 1.")
-    max_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS)] | None = Field(
+    images_per_prompt: Annotated[int, Field(ge=0), INT64] = Field(1, description="Most images one prompt carries. Default 1.")
+    max_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS), INT64] | None = Field(
         None,
         description="Largest image area after the processor's resize (Qwen2-VL family `max_pixels`, ms-swift "
         "`MAX_PIXELS`). Default: the processor's (Qwen2.5-VL 12845056).",
     )
-    min_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS)] | None = Field(
+    min_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS), INT64] | None = Field(
         None, description="Smallest image area after resize (Qwen2-VL family). Default: the processor's (3136)."
     )
-    max_tiles: Annotated[int, Field(ge=1)] = Field(
+    max_tiles: Annotated[int, Field(ge=1), INT64] = Field(
         12, description="InternVL dynamic tiling: most 448-px tiles per image (a thumbnail is added). Default 12."
     )
     freeze_tower: bool = Field(False, description="Vision tower frozen (ms-swift `freeze_vit`, VLM-R1 `freeze_vision_modules`). Default false.")
@@ -44,12 +42,12 @@ class Vision(Frozen):
     tower_gradient_checkpointing: bool | None = Field(
         None, description="Recompute vision blocks in backward. Default: follows `gradient_checkpointing` (ms-swift)."
     )
-    typical_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS)] | None = Field(
+    typical_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS), INT64] | None = Field(
         None,
         description="Median image area of the dataset after the processor's resize (gives the typical batch; "
         "max_pixels bounds the worst). Default: max_pixels.",
     )
-    typical_images_per_prompt: Annotated[int, Field(ge=0)] | None = Field(
+    typical_images_per_prompt: Annotated[int, Field(ge=0), INT64] | None = Field(
         None, description="Median images per prompt. Default: images_per_prompt."
     )
     pixels_percentiles: Percentiles | None = Field(
@@ -58,7 +56,7 @@ class Vision(Frozen):
     )
 
     @model_validator(mode="after")
-    def _typical_within_limits(self) -> Vision:
+    def _typical_within_limits(self) -> "Vision":
         if self.typical_images_per_prompt is not None and self.typical_images_per_prompt > self.images_per_prompt:
             raise ValueError(
                 f"typical_images_per_prompt={self.typical_images_per_prompt} exceeds images_per_prompt={self.images_per_prompt}"
@@ -72,12 +70,12 @@ class Vision(Frozen):
 class Schedule(Frozen):
     """How long the run is and when it saves: the step timeline's horizon and its checkpoint phases."""
 
-    max_steps: Annotated[int, Field(ge=1, le=10**9)] | None = Field(
+    max_steps: Annotated[int, Field(ge=1, le=10**9), INT64] | None = Field(
         None,
         description="Optimizer steps the run takes (TRL/ms-swift `max_steps`, verl `trainer.total_training_steps`, "
         "or epochs × steps per epoch). Default none: one step is planned and growth over steps is not judged.",
     )
-    save_steps: Annotated[int, Field(ge=1, le=10**9)] | None = Field(
+    save_steps: Annotated[int, Field(ge=1, le=10**9), INT64] | None = Field(
         None,
         description="A checkpoint every N optimizer steps (HF `save_steps`, verl `trainer.save_freq`, OpenRLHF "
         "`--save_steps`). Default none: no checkpoint during the run.",
@@ -106,7 +104,7 @@ class PlacementGroup(Frozen):
     vLLM engine on the last GPU, beside a training rank): it is sharded over all of them."""
 
     roles: list[Role] = Field(description="Roles sharing these GPUs: actor, reference, critic, reward, vllm.")
-    gpus_per_node: Annotated[int, Field(ge=1)] = Field(description="GPUs per node of this group.")
+    gpus_per_node: Annotated[int, Field(ge=1), INT64] = Field(description="GPUs per node of this group.")
 
 
 class Placement(Frozen):
@@ -130,7 +128,7 @@ class Placement(Frozen):
     )
 
     @model_validator(mode="after")
-    def _roles_make_sense(self) -> Placement:
+    def _roles_make_sense(self) -> "Placement":
         if self.groups is None:
             return self
         for group in self.groups:

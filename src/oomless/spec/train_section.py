@@ -5,13 +5,11 @@ precision, LoRA, distribution, rollout engine) stay where `oomless plan` reads t
 that is trained is the run that was planned. Paths are relative to the spec's folder.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import Frozen
+from .base import INT64, Frozen
 
 BUILTIN_REWARDS = ("accuracy", "format", "length")
 """Reward functions shipped in `oomless.train.rewards`; anything else is `module:function`."""
@@ -20,11 +18,11 @@ BUILTIN_REWARDS = ("accuracy", "format", "length")
 class ArithmeticData(Frozen):
     """A generated addition data set: prompts `a+b=`, answers `a+b`."""
 
-    num_samples: Annotated[int, Field(ge=1)] = Field(2000, description="Rows to generate. Default 2000.")
-    max_operand: Annotated[int, Field(ge=1, le=9)] = Field(
+    num_samples: Annotated[int, Field(ge=1), INT64] = Field(2000, description="Rows to generate. Default 2000.")
+    max_operand: Annotated[int, Field(ge=1, le=9), INT64] = Field(
         4, description="Operands are drawn from 0..max_operand (single digits). Default 4."
     )
-    seed: int = Field(0, description="Seed of the generator. Default 0.")
+    seed: Annotated[int, INT64] = Field(0, description="Seed of the generator. Default 0.")
 
 
 class TrainData(Frozen):
@@ -50,10 +48,10 @@ class TrainData(Frozen):
     chat_template: str | None = Field(
         None, description="Jinja chat template (inline, or a path to a .jinja file) replacing the tokenizer's."
     )
-    max_samples: Annotated[int, Field(ge=1)] | None = Field(None, description="Use only the first N rows.")
+    max_samples: Annotated[int, Field(ge=1), INT64] | None = Field(None, description="Use only the first N rows.")
 
     @model_validator(mode="after")
-    def _one_source(self) -> TrainData:
+    def _one_source(self) -> "TrainData":
         given = [k for k in ("path", "name", "arithmetic") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of path, name, arithmetic (got {', '.join(given) or 'none'})")
@@ -84,7 +82,7 @@ class RewardSpec(Frozen):
         return value
 
 
-def _reward_from_str(value: Any) -> Any:
+def _reward_from_str(value: Any) -> "Any":
     return {"function": value} if isinstance(value, str) else value
 
 
@@ -92,7 +90,7 @@ class BuildModel(Frozen):
     """Build the policy locally: random weights from `model`'s config.json and a
     character-level tokenizer with a chat template (no hub)."""
 
-    seed: int = Field(0, description="Seed of the weight initialisation. Default 0.")
+    seed: Annotated[int, INT64] = Field(0, description="Seed of the weight initialisation. Default 0.")
     initializer_range: Annotated[float, Field(gt=0)] | None = Field(
         None, description="Std of the weight initialisation. Default: the config's (0.02)."
     )
@@ -111,18 +109,18 @@ class TrainSection(Frozen):
     tokenizer: str | None = Field(None, description="Tokenizer folder or id. Default: the model's.")
     learning_rate: Annotated[float, Field(gt=0)] = Field(1e-6, description="Peak learning rate. Default 1e-6 (TRL).")
     lr_scheduler: Literal["constant", "linear", "cosine"] = Field("linear", description="Default linear (HF Trainer).")
-    max_steps: Annotated[int, Field(ge=1)] = Field(100, description="Optimizer steps. Default 100.")
-    save_steps: Annotated[int, Field(ge=0)] = Field(
+    max_steps: Annotated[int, Field(ge=1), INT64] = Field(100, description="Optimizer steps. Default 100.")
+    save_steps: Annotated[int, Field(ge=0), INT64] = Field(
         50, description="Checkpoint every N optimizer steps; 0 saves only at the end. Default 50."
     )
-    logging_steps: Annotated[int, Field(ge=1)] = Field(10, description="Log every N steps. Default 10.")
-    seed: int = Field(42, description="Seed of sampling and data order. Default 42 (HF Trainer).")
+    logging_steps: Annotated[int, Field(ge=1), INT64] = Field(10, description="Log every N steps. Default 10.")
+    seed: Annotated[int, INT64] = Field(42, description="Seed of sampling and data order. Default 42 (HF Trainer).")
     output_dir: str = Field("runs/oomless", description="Checkpoints, telemetry and logs. Default runs/oomless.")
     temperature: Annotated[float, Field(gt=0)] = Field(1.0, description="Sampling temperature of the rollout. Default 1.")
     loss_type: Literal["grpo", "bnpo", "dr_grpo", "dapo"] = Field("dapo", description="TRL loss type. Default dapo (TRL).")
     max_grad_norm: Annotated[float, Field(ge=0)] = Field(1.0, description="Gradient clipping; 0 disables. Default 1.")
-    num_iterations: Annotated[int, Field(ge=1)] = Field(1, description="Updates per rollout batch (GRPO μ). Default 1.")
-    cpu_threads: Annotated[int, Field(ge=1)] | None = Field(
+    num_iterations: Annotated[int, Field(ge=1), INT64] = Field(1, description="Updates per rollout batch (GRPO μ). Default 1.")
+    cpu_threads: Annotated[int, Field(ge=1), INT64] | None = Field(
         None,
         description="torch intra-op threads of a CPU run (tiny models run fastest on 1, and much faster than "
         "on busy shared cores). Default: torch's, one per core.",
@@ -135,6 +133,6 @@ class TrainSection(Frozen):
 
     @field_validator("rewards", mode="before")
     @classmethod
-    def _names_are_rewards(cls, value: Any) -> Any:
+    def _names_are_rewards(cls, value: Any) -> "Any":
         """`- accuracy` is short for `- {function: accuracy}`."""
         return [_reward_from_str(x) for x in value] if isinstance(value, list) else value
