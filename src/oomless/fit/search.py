@@ -27,7 +27,7 @@ from ..perf.step import StepEstimate, estimate_plan
 from ..planner.defaults import DEFAULT_MARGIN_FRACTION as PLANNER_MARGIN_FRACTION, utilization_unset
 from ..planner.plan import Plan
 from ..spec.ignored import ignored_fields
-from ..spec.load import ResolvedRun, load_run, parse_spec, read_yaml, resolve
+from ..spec.load import ResolvedRun, parse_spec, read_yaml, resolve
 from ..spec.run import RolloutEngine, RunSpec
 from ..units import format_bytes
 from .layouts import batch_splits, layouts
@@ -358,5 +358,7 @@ def fit(run: ResolvedRun, raw: dict[str, Any], base_dir: Path, options: FitOptio
 def fit_file(path: str | Path, options: FitOptions) -> FitResult:
     """`fit` on a spec file (its YAML is kept so results can be written as edits of it)."""
     p = Path(path)
-    run = load_run(p)
-    return fit(run, read_yaml(p), p.resolve().parent, options)
+    raw = read_yaml(p)
+    base_dir = p.resolve().parent
+    run = resolve(parse_spec(copy.deepcopy(raw)), base_dir)  # as `load_run`, from the one read
+    return fit(run, raw, base_dir, options)

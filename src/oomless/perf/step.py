@@ -14,6 +14,7 @@ what `oomless fit` relies on.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -57,7 +58,7 @@ class _Run:
     def ranks(self, role: Role) -> int:
         return sum(g.gpus_per_node for g in self.groups if role in g.roles) * self.nodes
 
-    @property
+    @functools.cached_property
     def vision_flops_per_prompt(self) -> float:
         patches = F.vision_patches_per_prompt(self.arch, self.shape.image_tokens_per_prompt)
         return patches * F.vision_forward_flops_per_patch(self.arch)

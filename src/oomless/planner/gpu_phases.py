@@ -39,8 +39,21 @@ Phase = tuple[str, tuple[Component, ...]]
 PREFIX = {Role.actor: "policy", Role.reference: "reference", Role.critic: "critic", Role.reward: "reward"}
 
 
+_COMPONENTS: dict[tuple[str, Category, int], Component] = {}
+MAX_SHARED_COMPONENTS = 1 << 16
+"""Components kept for reuse before the table starts over (fit plans hundreds of variants of
+one run, whose phases repeat the same parts)."""
+
+
 def _c(name: str, category: Category, num_bytes: int) -> Component:
-    return Component(name, category, int(num_bytes))
+    """The component (frozen, so one object serves every phase and plan that has it)."""
+    key = (name, category, int(num_bytes))
+    c = _COMPONENTS.get(key)
+    if c is None:
+        if len(_COMPONENTS) >= MAX_SHARED_COMPONENTS:
+            _COMPONENTS.clear()
+        c = _COMPONENTS[key] = Component(*key)
+    return c
 
 
 def _finish(components: list[Component]) -> tuple[Component, ...]:
