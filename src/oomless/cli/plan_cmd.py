@@ -75,7 +75,7 @@ def plan_command(
                 typer.echo(render_text(explained[0], "\n" + title(plan)) + render_checks(explain_checks(plan)), nl=False)
         return EXIT_FITS if plan.fits else EXIT_DOES_NOT_FIT
 
-    run_guarded(body)
+    run_guarded(body, one_shot=True)
 
 
 def explained_plan(plan: Plan) -> tuple[list[Explained], dict[str, Any]]:
