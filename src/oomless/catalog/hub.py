@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -106,6 +105,8 @@ def cached_snapshot_files(config_path: Path, suffix: str) -> list[Path]:
 
 @functools.lru_cache(maxsize=8)
 def _reachable(url: str) -> bool:
+    import socket  # only when the Hub is asked (a plan of a catalog model never is)
+
     parsed = urlparse(url)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
