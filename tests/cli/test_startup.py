@@ -24,7 +24,7 @@ from oomless.cli.main import main
 out = io.StringIO()
 try:
     with contextlib.redirect_stdout(out):
-        main(["plan", sys.argv[1]])
+        main(["plan", *sys.argv[1:]])
 except SystemExit as end:
     code = end.code
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
@@ -54,6 +54,16 @@ def test_plan_of_a_catalog_model_imports_no_hub_client(tmp_path: Path) -> None:
     assert set(got["modules"]).isdisjoint(NOT_AT_START_UP_MODULES), sorted(set(got["modules"]) & set(NOT_AT_START_UP_MODULES))
     cli_modules = {name for name in got["modules"] if name.startswith("oomless.cli.")}
     assert cli_modules == PLAN_COMMAND_MODULES, sorted(cli_modules ^ PLAN_COMMAND_MODULES)
+
+
+def test_plan_as_json_loads_no_table_renderer(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty-cache")}
+    done = subprocess.run([sys.executable, "-c", PLAN_AND_LIST_MODULES, str(ROOT / "examples" / "quickstart.yaml"), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["code"] == 0 and "oomless.planner.report" in got["modules"]
+    assert not [name for name in got["modules"] if name == "rich" or name.startswith("rich.")]
 
 
 PLUGIN_SWITCH = """
