@@ -249,6 +249,47 @@ def run_trl_defaults(spec_path: Path, model_dir: Path, out: Path, steps: int) ->
                                                         "beta", "loss_type")}}
 
 
+def scored_positions(spec_path: Path) -> int:
+    """Positions TRL's log-prob kernel scores per optimizer step on a CPU (every position of
+    every sequence but the last: trl 1.16 `add_fused_lm_head` scores all positions where Triton
+    is absent), with completions at their length limit. The task's prompts are all one length
+    (single-digit operands), so the first one stands for all."""
+    from transformers import AutoTokenizer
+
+    from oomless.spec.load import load_run
+    from oomless.train.data import load_prompts
+
+    spec = load_run(spec_path).spec
+    tokenizer = AutoTokenizer.from_pretrained(spec.train.tokenizer)
+    prompt = load_prompts(spec.train.data)["prompt"][0]
+    prompt_tokens = len(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+    step_batch = spec.batch.micro_batch_size * spec.batch.gradient_accumulation_steps
+    return step_batch * (prompt_tokens + spec.lengths.max_completion_tokens - 1)
+
+
+def kernel_peaks(vocab_size: int, hidden_size: int, positions: int, chunk: int) -> dict[str, int]:
+    """Peak live tensor bytes of TRL's chunked log-prob kernel alone, over its inputs, for one
+    forward and one forward + backward at this vocabulary, width and tile (GRPO's outputs:
+    log-probs and entropy). Source: trl 1.16.0 `trl/kernels/chunked_logprob.py`."""
+    import torch
+    from trl.kernels.chunked_logprob import ChunkedLogProbFunction
+
+    from oomless.train.live_bytes import LiveTensorBytes
+
+    torch.manual_seed(0)
+    weight = torch.randn(vocab_size, hidden_size, requires_grad=True)
+    hidden = torch.randn(positions, hidden_size, requires_grad=True)
+    targets = torch.randint(0, vocab_size, (positions,))
+    tracker = LiveTensorBytes()
+    tracker.track([weight, hidden, targets])
+    inputs = tracker.live["cpu"]
+    with tracker:
+        log_probs = ChunkedLogProbFunction.apply(hidden, weight, None, targets, 1.0, chunk, None, 1.0, ("log_probs", "entropy"))[0]
+        forward = tracker.peak["cpu"] - inputs
+        log_probs.sum().backward()
+    return {"chunk": chunk, "positions": positions, "forward_bytes": forward, "forward_backward_bytes": tracker.peak["cpu"] - inputs}
+
+
 def one(which: str, spec_path: Path, model_dir: Path, out: Path, steps: int) -> None:
     import torch
 
@@ -270,6 +311,7 @@ def measure_row(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
     folder = WORK / f"vocab-{vocab_size}"
     spec_path = write_spec(vocab_size, folder)
     model = build_model_folder(spec_path, folder / "model")
+    positions = scored_positions(spec_path)
     sides: dict[str, Any] = {}
     for _ in range(args.repeats):
         for which in SIDES:
@@ -283,15 +325,20 @@ def measure_row(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
             run["median_step_cpu_seconds"] = statistics.median(run["step_cpu_seconds"][args.warmup:])
             best = sides.get(which)
             medians = (best["all_medians"] if best else []) + [round(run["median_step_seconds"], 5)]
+            peaks = (best["all_peaks"] if best else []) + [run["peak_bytes"]]
             if best is None or run["median_step_seconds"] < best["median_step_seconds"]:
                 sides[which] = run
-            sides[which]["all_medians"] = medians
+            sides[which]["all_medians"], sides[which]["all_peaks"] = medians, peaks
     trl, ours = sides["trl_defaults"], sides["oomless"]
+    kernels = []
+    for chunk in sorted({trl["logprob_chunk"], ours["logprob_chunk"]}):
+        command = [sys.executable, __file__, "--kernel", str(vocab_size), str(model["hidden_size"]), str(positions), str(chunk)]
+        kernels.append(json.loads(subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT).stdout.splitlines()[-1]))
     memory_ratio = ours["peak_bytes"] / trl["peak_bytes"]
     time_ratio = ours["median_step_seconds"] / trl["median_step_seconds"]
     return {
-        "vocab_size": vocab_size, "model": model, "trl_defaults_config": trl.pop("config"),
-        "results": {k: {"peak_bytes": v["peak_bytes"], "max_rss_bytes": v["max_rss_bytes"],
+        "vocab_size": vocab_size, "model": model, "trl_defaults_config": trl.pop("config"), "logprob_kernel": kernels,
+        "results": {k: {"peak_bytes": v["peak_bytes"], "peak_bytes_per_repeat": v["all_peaks"], "max_rss_bytes": v["max_rss_bytes"],
                         "median_step_seconds": round(v["median_step_seconds"], 5), "median_step_seconds_per_repeat": v["all_medians"],
                         "median_step_cpu_seconds": round(v["median_step_cpu_seconds"], 5),
                         "step_seconds": [round(x, 4) for x in v["step_seconds"]],
@@ -322,6 +369,7 @@ def command_line(argv: list[str]) -> str:
 
 def document(rows: list[dict[str, Any]], args: argparse.Namespace, argv: list[str],
              load_before: tuple[float, ...], seconds: float) -> dict[str, Any]:
+    spec = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
     return {
         "benchmark": "oomless train vs TRL defaults, tiny-arith at two vocabulary sizes, CPU",
         "command": command_line(argv),
@@ -331,6 +379,7 @@ def document(rows: list[dict[str, Any]], args: argparse.Namespace, argv: list[st
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]},
         "versions": versions(), "seconds": round(seconds, 1),
         "config": {"spec": str(SPEC.relative_to(ROOT)), "spec_text": SPEC.read_text(encoding="utf-8"),
+                   "batch": spec["batch"], "lengths": spec["lengths"], "gradient_checkpointing": spec["gradient_checkpointing"],
                    "real_vocab_from": REAL_VOCAB_MODEL, "num_steps": args.steps, "warmup_steps": args.warmup,
                    "repeats": args.repeats},
         "targets": {"memory_ratio_at_most": TARGET_MEMORY_RATIO, "step_time_ratio_at_most": TARGET_TIME_RATIO},
@@ -358,6 +407,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "--kernel":
+        import torch
+
+        torch.set_num_threads(1)
+        print(json.dumps(kernel_peaks(*(int(x) for x in sys.argv[2:]))))
+        sys.exit(0)
     if len(sys.argv) == 7 and sys.argv[1] == "--one":
         one(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]), int(sys.argv[6]))
     else:

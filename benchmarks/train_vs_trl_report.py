@@ -31,7 +31,7 @@ def memory_verdict(row: dict[str, Any]) -> str:
     if ours == trl:
         return "the same peak in both runs"
     lower, by = ("oomless", 1 - ratio) if ours < trl else ("TRL's defaults", ratio - 1)
-    return (f"**{lower}** peaks lower, by {_mib_diff(ours, trl)} ({100 * by:.1f} % of TRL's peak; "
+    return (f"lower peak: **{lower}**, by {_mib_diff(ours, trl)} ({100 * by:.1f} % of TRL's peak; "
             f"oomless/TRL = {ratio:.3f}×)")
 
 
@@ -70,10 +70,84 @@ def _why_row(row: dict[str, Any]) -> str:
     phases = ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted((ours.get("peak_by_phase") or {}).items()))
     chunks = (f"the same {trl['logprob_chunk']:,} columns in both runs" if trl["logprob_chunk"] == ours["logprob_chunk"]
               else f"{trl['logprob_chunk']:,} columns in TRL's run, {ours['logprob_chunk']:,} in oomless's")
+    kernels = "; ".join(
+        f"tile {k['chunk']:,}: {format_bytes(k['forward_bytes'])} forward, {format_bytes(k['forward_backward_bytes'])} "
+        f"forward + backward" for k in row.get("logprob_kernel", []))
+    kernel_text = (f" TRL's log-prob kernel alone on {row['logprob_kernel'][0]['positions']:,} positions (one step's), "
+                   f"bytes above its inputs: {kernels}." if kernels else "")
     return (f"- **{row['vocab_size']:,} tokens**: log-prob tile {chunks}. Weights, gradients and AdamW moments of "
             f"{ours['num_parameters']:,} parameters: {format_bytes(trained)} ({BYTES_PER_PARAMETER_TRAINED} B each), "
             f"{100 * trained / trl['peak_bytes']:.0f} % of TRL's peak and {100 * trained / ours['peak_bytes']:.0f} % of "
-            f"oomless's. oomless's peak by phase: {phases}. Result: {memory_verdict(row)}.")
+            f"oomless's.{kernel_text} oomless's peak by phase: {phases}. Result: {memory_verdict(row)}.")
+
+
+def _vocabulary_share(row: dict[str, Any]) -> float:
+    """Embedding (and the LM head when untied) as a share of the model's parameters."""
+    m = row["model"]
+    matrices = 1 if m["tie_word_embeddings"] else 2
+    return matrices * row["vocab_size"] * m["hidden_size"] / row["results"]["oomless"]["num_parameters"]
+
+
+def _discussion(rows: list[dict[str, Any]]) -> str:
+    big = max(rows, key=lambda r: r["vocab_size"])
+    small = min(rows, key=lambda r: r["vocab_size"])
+    gap = abs(big["memory_ratio"] - 1)
+    lines = [
+        "- TRL 1.16 scores completions through `trl/kernels/chunked_logprob.py`: the LM head runs in tiles of "
+        f"min(positions, {TRL_LOGPROB_TILE_ROWS_MAX:,}) × 32,768 logits, so the [positions × vocabulary] logits never exist "
+        "whole, in either run. On a CPU each tile's log-softmax runs as torch ops (the Triton kernel needs a GPU), so "
+        "forward and backward hold several tile-sized temporaries at once (the kernel figures above); on a GPU one "
+        "tile buffer is folded in place.",
+        "- Below 32,768 tokens the tile is wider than the vocabulary; `oomless train` narrows it to the vocabulary "
+        "(`oomless.train.session.fit_logprob_chunk_to_vocabulary`). That is where the small-vocabulary saving comes "
+        "from, and it is a small-vocabulary effect: from 32,768 tokens up the tile is the same in both runs.",
+        "- oomless's other memory choices: optimizer states spilled to a file during rollout (a lower rollout phase, "
+        "not a lower peak: the training phase holds weights, gradients and AdamW moments in both runs) and no "
+        "gradient checkpointing (the spec's choice; it keeps activations that TRL's default recomputes"
+        + (f"; the whole {small['vocab_size']:,}-token oomless peak, all activations included, is "
+           f"{format_bytes(small['results']['oomless']['peak_bytes'])}" if small is not big else "") + ").",
+    ]
+    if small is not big:
+        lines.append(
+            f"- At {big['vocab_size']:,} tokens the embedding{'' if big['model']['tie_word_embeddings'] else ' and LM head'} "
+            f"are {100 * _vocabulary_share(big):.1f} % of the model's parameters, so this row measures the vocabulary "
+            f"terms: {memory_verdict(big)}" + (
+                " — within 5 %, so at a real vocabulary oomless's trainer saves nothing over TRL's defaults at the same "
+                "batch; what it adds there is the plan, the per-phase telemetry and the out-of-memory re-split, not a "
+                "lower peak." if gap < 0.05 else "."))
+    lines += [
+        "- What this does not show: a real Qwen2.5-0.5B also has 0.36B non-embedding parameters (its model card), "
+        "whose activations and checkpointing this 2-layer, hidden-64 model barely exercises; the ratio says the "
+        "log-prob path saves nothing at a real vocabulary, not what a whole real model's ratio would be.",
+        "- Step times: the machine is shared (load averages above) and the runs are `nice`d, so wall times swing "
+        "between repeats; CPU time per step is the steadier figure. Both sides include the live-bytes tracker; "
+        "oomless's also its per-phase telemetry and the spill of optimizer states to a file and back.",
+        "- Tokenizer: the character tokenizer of `oomless.train.tiny` (a `tokenizers` WordLevel model) widened with "
+        "filler entries to the vocabulary, saved in a folder of its own and named by the spec's `train.tokenizer`. "
+        "Saved beside a qwen2 config.json, transformers 5.23's `AutoTokenizer` would load it as a byte-level BPE "
+        "`Qwen2Tokenizer` with `<|endoftext|>` added one past the vocabulary (vocab_size + 1 entries).",
+    ]
+    return "\n".join(lines)
+
+
+def _repeat_peaks(rows: list[dict[str, Any]]) -> str:
+    per_repeat = [v.get("peak_bytes_per_repeat") for row in rows for v in row["results"].values()]
+    if any(p is None for p in per_repeat):
+        return "peak bytes per repeat not recorded"
+    if all(len(set(p)) == 1 for p in per_repeat):
+        return "peak bytes were identical in every repeat"
+    spread = max((max(p) - min(p)) / max(p) for p in per_repeat)
+    return f"peak bytes differed between repeats by up to {100 * spread:.2f} %; the table shows the kept run's"
+
+
+def _batch_line(config: dict[str, Any]) -> str:
+    b, n = config.get("batch"), config.get("lengths")
+    if not b or not n:
+        return "as in the spec"
+    step = b["micro_batch_size"] * b["gradient_accumulation_steps"]
+    return (f"micro-batch {b['micro_batch_size']} × gradient accumulation {b['gradient_accumulation_steps']} = {step} "
+            f"completions per optimizer step, {b['num_generations']} per prompt ({step // b['num_generations']} prompts); "
+            f"at most {n['max_prompt_tokens']} prompt and {n['max_completion_tokens']} completion tokens")
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -98,11 +172,12 @@ Versions: {', '.join(f'{k} {v}' for k, v in doc['versions'].items())}.
 Task: `{c['spec']}` (GRPO on single-digit addition), the same spec in every run but for the model's
 `vocab_size` (the larger one is {c['real_vocab_from']}'s); {c['num_steps']} optimizer steps per run, median
 step time after {c['warmup_steps']} warm-up steps, {c['repeats']} alternating runs per side and vocabulary, each
-side keeping its fastest median (peak bytes do not change between repeats).
+side keeping its fastest median ({_repeat_peaks(rows)}).
 Models, built locally (no hub) once per vocabulary and shared by both sides:
 {chr(10).join(_model_line(row) for row in rows)}
-Both sides: {json.dumps(rows[0]['trl_defaults_config'])} (TRL's side as run; oomless takes the
-same step batch whole and splits it into the spec's micro-batches itself).
+Batch and lengths, both sides: {_batch_line(c)}.
+TRL's side as run: {json.dumps(rows[0]['trl_defaults_config'])}; oomless's side: the spec, gradient
+checkpointing {str(c.get('gradient_checkpointing')).lower()}, the step's completions handed to TRL whole and split into the spec's micro-batches by oomless.
 
 | vocabulary | run | parameters | peak live tensor bytes | peak RSS | median step, wall (per repeat, ms) | median step, CPU | log-prob tile columns |
 |---:|---|---:|---:|---:|---:|---:|---:|
@@ -112,31 +187,10 @@ same step batch whole and splits it into the spec's micro-batches itself).
 
 ## Where the difference comes from
 
-Memory is the peak of live tensor bytes (the same dispatch-level tracker in both processes);
-peak RSS adds the Python heap, libraries and allocator caches, about equal in both.
+Memory is the peak of live tensor bytes, counted by the same dispatch-level tracker in both
+processes; peak RSS adds the Python heap, libraries and allocator caches.
 
 {chr(10).join(_why_row(row) for row in rows)}
 
-- TRL 1.16 scores every completion position through `trl/kernels/chunked_logprob.py`: one work
-  buffer of min(positions, {TRL_LOGPROB_TILE_ROWS_MAX:,}) × 32,768 logits, and the LM head runs tile by tile, so the
-  [positions × vocabulary] logits never exist whole, in either run. With a vocabulary under 32,768
-  (the example's 17 tokens) that buffer is far wider than the vocabulary, and `oomless train` narrows
-  it to the vocabulary: almost all of TRL's peak goes, which is why the small-vocabulary row shows
-  a large saving. That saving is a small-vocabulary effect. At 151,936 tokens the tile is 32,768
-  columns in both runs, the LM head, embedding and their gradients and AdamW moments dominate, and
-  they are resident in both runs at the training peak.
-- oomless's other memory choices: optimizer states spilled to a file during rollout (they lower
-  the rollout phase, which is not the peak here), no gradient checkpointing (the spec's choice;
-  at hidden size 64 the recomputed activations are a few MiB, so TRL's checkpointing saves little).
-- So on a model whose memory is mostly its vocabulary, oomless's trainer saves nothing over TRL's
-  defaults at the same batch; its value there is the plan, the per-phase telemetry and the
-  out-of-memory re-split, not a lower peak. A real Qwen2.5-0.5B adds a 358M-parameter transformer
-  body (activations, checkpointing) that this CPU benchmark does not have.
-- Step times: this machine is shared (see the load average), so wall times swing between
-  repeats; CPU time per step is the steadier figure. Both include the live-bytes tracker, and
-  oomless's include its per-phase telemetry and the spill of optimizer states to a file and back.
-- Tokenizer: the character tokenizer of `oomless.train.tiny`, widened with filler entries to the
-  vocabulary and saved in a folder of its own (the spec's `train.tokenizer`). Saved beside a
-  qwen2 config.json, transformers 5.23's `AutoTokenizer` would load it as a byte-level BPE
-  `Qwen2Tokenizer` with `<|endoftext|>` added one past the vocabulary (vocab_size + 1 entries).
+{_discussion(rows)}
 """

@@ -122,13 +122,13 @@ def _doc(trl_peak: int, ours_peak: int, vocab: int) -> dict[str, Any]:
 def test_page_names_the_run_with_the_lower_peak_from_the_figures(trl_peak: int, ours_peak: int, lower: str) -> None:
     doc = _doc(trl_peak, ours_peak, QWEN_VOCAB)
     page = R.markdown(doc)
-    assert f"**{lower}** peaks lower" in page
+    assert f"lower peak: **{lower}**," in page
     assert R.format_bytes(abs(trl_peak - ours_peak)) in page
     assert "the same 32,768 columns in both runs" in page
     doc_swapped = copy.deepcopy(doc)
     row = doc_swapped["rows"][0]["results"]
     row["trl_defaults"]["peak_bytes"], row["oomless"]["peak_bytes"] = ours_peak, trl_peak
-    assert f"**{lower}** peaks lower" not in R.markdown(doc_swapped)
+    assert f"lower peak: **{lower}**," not in R.markdown(doc_swapped)
 
 
 def test_render_rewrites_the_page_from_a_results_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -139,5 +139,18 @@ def test_render_rewrites_the_page_from_a_results_file(tmp_path: Path, monkeypatc
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     assert B.main(["--render", str(tmp_path / "doc.json")]) == 0
     page = (results / "train-vs-trl.md").read_text()
-    assert "**oomless** peaks lower" in page and "32,768 columns in TRL's run, 17 in oomless's" in page
+    assert "lower peak: **oomless**," in page and "32,768 columns in TRL's run, 17 in oomless's" in page
     assert not (results / "train-vs-trl.json").exists()
+
+
+@pytest.mark.parametrize("real_ratio, saves_nothing", [(1.01, True), (0.5, False)])
+def test_the_real_vocabulary_conclusion_follows_its_ratio(real_ratio: float, saves_nothing: bool) -> None:
+    small, big = _doc(1 << 26, 1 << 22, 17), _doc(1 << 29, int(real_ratio * (1 << 29)), QWEN_VOCAB)
+    big_row = big["rows"][0]
+    big_row["memory_ratio"] = real_ratio
+    big_row["logprob_kernel"] = [{"chunk": 32768, "positions": 512, "forward_bytes": 3 << 26, "forward_backward_bytes": 9 << 26}]
+    small["rows"].append(big_row)
+    page = R.markdown(small)
+    assert ("saves nothing over TRL's defaults" in page) is saves_nothing
+    assert "tile 32,768: 192.0 MiB forward, 576.0 MiB forward + backward" in page
+    assert f"whole 17-token oomless peak, all activations included, is {R.format_bytes(1 << 22)}" in page
