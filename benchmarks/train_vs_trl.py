@@ -396,12 +396,14 @@ def main(argv: list[str] | None = None) -> int:
         (RESULTS / "train-vs-trl.md").write_text(markdown(json.loads(args.render.read_text(encoding="utf-8"))), encoding="utf-8")
         return 0
     load_before, start = os.getloadavg(), time.perf_counter()
-    rows = [measure_row(n, args) for n in args.vocab_sizes]
-    doc = document(rows, args, argv, load_before, time.perf_counter() - start)
-    if not args.no_write:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "train-vs-trl.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        (RESULTS / "train-vs-trl.md").write_text(markdown(doc), encoding="utf-8")
+    rows: list[dict[str, Any]] = []
+    for n in args.vocab_sizes:
+        rows.append(measure_row(n, args))
+        doc = document(rows, args, argv, load_before, time.perf_counter() - start)
+        if not args.no_write:  # after every row, so a long run that is cut off keeps its finished rows
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "train-vs-trl.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+            (RESULTS / "train-vs-trl.md").write_text(markdown(doc), encoding="utf-8")
     print(json.dumps([{k: r[k] for k in ("vocab_size", "memory_ratio", "step_time_ratio", "rss_ratio")} for r in rows]))
     return 0
 
