@@ -24,9 +24,11 @@ CASES = [
     ("easyr1", "easyr1/HEAD/examples/config.yaml", ["--gpu", "RTX-4090"]),
     ("openrlhf", "openrlhf/HEAD/examples/scripts/train_ppo_with_reward_fn.sh", ["--gpu", "A100-40GB"]),
     ("orz", "orz/HEAD/playground/orz_0p5b_ppo.py", ["--gpu", "RTX-4090"]),
+    ("vlmr1", "vlmr1/HEAD/run_scripts/run_grpo_rec_internvl.sh", ["--gpu", "A100-80GB"]),
 ]
-"""One published config per framework that does not fit the GPU named (VLM-R1 has none yet: fit
-moves its HF generation to vLLM, which VLM-R1's launch cannot take)."""
+"""One published config per framework that does not fit the GPU named. With --from, fit searches
+only what the framework's files can say: VLM-R1's answer keeps HF generation (its launch has no
+vLLM engine) and one rollout per micro-step."""
 
 
 def _flags(args: list[str]) -> HardwareFlags:

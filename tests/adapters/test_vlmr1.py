@@ -64,3 +64,17 @@ def test_export_refuses_vllm_and_ray(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         export_native("vlmr1", seed_spec("s4-before.yaml"), tmp_path, force=False)
     assert err.value.field == "rollout.engine"
+
+
+def test_export_refuses_a_rollout_spanning_micro_steps(tmp_path: Path) -> None:
+    """VLM-R1 generates every micro-step: accumulation without steps_per_generation 1 would
+    read back as a different run."""
+    from oomless.adapters import export_native
+
+    seed = seed_spec("s3-before.yaml")
+    spanning = seed.model_copy(update={"batch": seed.batch.model_copy(update={"micro_batch_size": 4, "gradient_accumulation_steps": 4})})
+    with pytest.raises(InputError) as err:
+        export_native("vlmr1", spanning, tmp_path, force=False)
+    assert err.value.field == "batch.steps_per_generation"
+    per_micro_step = spanning.model_copy(update={"batch": spanning.batch.model_copy(update={"steps_per_generation": 1})})
+    assert round_trip("vlmr1", per_micro_step, tmp_path / "ok", **HW) == [per_micro_step]

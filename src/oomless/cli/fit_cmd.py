@@ -95,9 +95,10 @@ def fit_command(
                 typer.echo(f"warning: {warning}", err=True)
             import dataclasses
 
-            from .fit_native import NATIVE_ALTERNATIVES, native_outcome
+            from .fit_native import NATIVE_ALTERNATIVES, native_limits, native_outcome
 
-            wide = dataclasses.replace(options, top_k=max(options.top_k, NATIVE_ALTERNATIVES))
+            wide = dataclasses.replace(options, top_k=max(options.top_k, NATIVE_ALTERNATIVES),
+                                       **native_limits(from_framework, spec, run))
             result = fit(run, raw, spec.resolve().parent, wide)
             if result.best is not None:
                 native = native_outcome(from_framework, spec, run, [result.best, *result.alternatives], hardware, write,

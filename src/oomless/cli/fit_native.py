@@ -39,6 +39,16 @@ def _fits(run: Any, margin: Any) -> bool:
     return min(slack_vector(make_plan(run.spec, run.arch, run.gpu, run.archs), margin)) >= 0
 
 
+def native_limits(framework: str, source: Path, run: Any) -> dict[str, Any]:
+    """`FitOptions` fields that keep the search to what the framework's own files can say (the
+    writer's check, and whether it generates every micro-step): the patch then says the answer."""
+    from ..adapters.common import read_text
+    from ..adapters.patch import rollout_every_micro_step, sayable
+
+    return {"expressible": sayable(framework, source, read_text(source), run.spec),
+            "rollout_every_micro_step": rollout_every_micro_step(framework)}
+
+
 def check_targets(source: Path, write: Path | None, in_place: bool, overwrite: bool) -> None:
     """Refuse before searching: --in-place with --write, a DIR that is a file, a copy over the
     original, an existing copy without --overwrite."""

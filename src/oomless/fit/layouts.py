@@ -82,10 +82,19 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def batch_splits(spec: RunSpec, ranks_in: int, ranks_out: int, scale: Fraction = Fraction(1)) -> list[Overrides]:
+def batch_splits(spec: RunSpec, ranks_in: int, ranks_out: int, scale: Fraction = Fraction(1),
+                 group: int | None = None) -> list[Overrides]:
     """(micro-batch, accumulation[, steps_per_generation]) on ``ranks_out`` training ranks giving
     the input's completions per optimizer step × ``scale`` (num_generations changes), largest
-    micro-batch first. Empty when the ranks do not divide the batch."""
+    micro-batch first. Empty when the ranks do not divide the batch.
+
+    ``group``: the framework generates a rollout every micro-step (VLM-R1's TRL 0.14-era
+    trainer, `_prepare_inputs`), so steps_per_generation is 1 (unset with no accumulation, as
+    its reader gives it) and each micro-batch must hold whole groups of ``group`` completions.
+    The maths is kept: every rollout of an optimizer step comes from that step's policy, each
+    group's advantages are taken within its own rollout, and equal micro-batches make the mean
+    of the micro-steps' losses the mean over the step (Assumes: per-group advantage scaling,
+    TRL 0.14 `compute_loss`)."""
     b = spec.batch
     per_step = b.micro_batch_size * b.gradient_accumulation_steps * ranks_in * scale
     if per_step.denominator != 1 or int(per_step) % ranks_out:
@@ -96,7 +105,11 @@ def batch_splits(spec: RunSpec, ranks_in: int, ranks_out: int, scale: Fraction =
     for micro in reversed(_divisors(per_rank)):
         accumulation = per_rank // micro
         split: Overrides = {"batch.micro_batch_size": micro, "batch.gradient_accumulation_steps": accumulation}
-        if b.steps_per_generation is not None:
+        if group is not None:
+            if micro % group:
+                continue
+            split["batch.steps_per_generation"] = 1 if accumulation > 1 else None
+        elif b.steps_per_generation is not None:
             steps = accumulation * ratio
             if steps.denominator != 1:
                 continue

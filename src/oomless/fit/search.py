@@ -30,6 +30,7 @@ from ..spec.ignored import ignored_fields
 from ..spec.load import ResolvedRun, parse_spec, read_yaml, resolve
 from ..spec.run import RolloutEngine, RunSpec
 from ..units import format_bytes
+from .expressible import Expressible, sayable_factors
 from .layouts import batch_splits, layouts
 from .overrides import Overrides, apply, changed, default_at, plain
 from .probe import Context, Margin, Region, slack_vector
@@ -59,6 +60,12 @@ class FitOptions:
     """No answer lowers a memory-safety setting this run had (`fit.safety`) unless its plan
     fits with ``margin_bytes`` free on top of ``margin``; such an answer names what it lowers
     in `Choice.lowers_safety` and is ranked after every answer that lowers nothing."""
+    expressible: Expressible | None = None
+    """Only configurations this accepts are searched (`fit.expressible`: with --from, those the
+    framework's own files can say)."""
+    rollout_every_micro_step: bool = False
+    """The framework generates a rollout every micro-step (VLM-R1): batch splits keep whole
+    groups per micro-batch and one rollout per micro-step (`layouts.batch_splits`)."""
 
     @property
     def effective_margin(self) -> Margin:
@@ -176,14 +183,20 @@ class _Search:
             if layout.fallback != fallback:
                 continue
             ranks_out = layout.train_ranks_per_node * spec.hardware.num_nodes
-            splits = batch_splits(self.run.spec, ranks_in, ranks_out, math.batch_scale)
+            group = spec.batch.num_generations if self.options.rollout_every_micro_step else None
+            splits = batch_splits(self.run.spec, ranks_in, ranks_out, math.batch_scale, group)
             if not splits:
                 continue
             base = apply(spec, layout.overrides)
+            sayable = self.options.expressible
+            if sayable is not None and not sayable(base):
+                continue
             probe_plan = self.ctx.plan(base)
             self.stats.plans += 1
             for sleeping in (False, True) if layout.colocated else (False,):
                 fs = factors(base, self.run.arch, layout, sleeping, splits, probe_plan.shape.seq_len, probe_plan.shape.vllm_max_num_seqs)
+                if sayable is not None and (fs := sayable_factors(base, fs, sayable)) is None:
+                    continue
                 if self.options.keep_safety_of is not None:
                     fs = mark_lowering(fs, self.options.keep_safety_of, base)
                 label = f"{math.label}; {layout.label}" + ("; engine sleeps between rollouts" if sleeping else "")
@@ -215,6 +228,8 @@ class _Search:
             data = spec_data(self.raw, changes)
             run = resolve(parse_spec(data), self.base_dir)
         except InputError:
+            return None
+        if self.options.expressible is not None and not self.options.expressible(run.spec):
             return None
         plan = self.ctx.plan(run.spec)
         self.stats.plans += 1

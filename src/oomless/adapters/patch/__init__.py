@@ -17,6 +17,7 @@ import difflib
 import importlib
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,21 @@ def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: A
     """The patch of ``text`` (the user's file at ``path``) from ``old_spec`` (what it reads as)
     to ``new_spec``; `unexpressed` holds what the writer itself cannot say (see `read_back`)."""
     module = writer(framework)
+    dialect, f, old_values = _read_as(module, path, text, old_spec)
+    new_values, unexpressed = settings(module, new_spec, dialect, fallback=old_spec)
+    _, old_unexpressed = settings(module, old_spec, dialect)
+    wanted = {k: new_values.get(k) for k in [*new_values, *old_values]
+              if new_values.get(k) != old_values.get(k) and not (new_values.get(k) is None and f.value(k) is None)}
+    changes = tuple(NativeChange(k, f.value(k), v, _shown(f.style, k, f.value(k), v)) for k, v in wanted.items())
+    patched = f.patch(wanted, list(old_values)) if wanted else text
+    known = {field for field, _ in old_unexpressed}
+    return Patch(framework, path, text, patched, changes, tuple(u for u in unexpressed if u[0] not in known),
+                 _companions(module, new_spec, wanted))
+
+
+def _read_as(module: Any, path: Path, text: str, old_spec: Any) -> tuple[Any, _File, dict[str, Any]]:
+    """The writer's dialect the user's file is written in (the one whose keys it sets most),
+    the file read in it, and the old spec's native settings in it."""
     style = file_style(path, module)
     best: tuple[int, Any, Any, dict[str, Any]] | None = None
     for dialect in module.NATIVE_DIALECTS:
@@ -150,16 +166,36 @@ def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: A
         if best is None or present > best[0]:
             best = (present, dialect, f, old_values)
     assert best is not None
-    _, dialect, f, old_values = best
-    new_values, unexpressed = settings(module, new_spec, dialect, fallback=old_spec)
-    _, old_unexpressed = settings(module, old_spec, dialect)
-    wanted = {k: new_values.get(k) for k in [*new_values, *old_values]
-              if new_values.get(k) != old_values.get(k) and not (new_values.get(k) is None and f.value(k) is None)}
-    changes = tuple(NativeChange(k, f.value(k), v, _shown(style, k, f.value(k), v)) for k, v in wanted.items())
-    patched = f.patch(wanted, list(old_values)) if wanted else text
-    known = {field for field, _ in old_unexpressed}
-    return Patch(framework, path, text, patched, changes, tuple(u for u in unexpressed if u[0] not in known),
-                 _companions(module, new_spec, wanted))
+    return best[1], best[2], best[3]
+
+
+def sayable(framework: str, path: Path, text: str, old_spec: Any) -> Callable[[Any], bool] | None:
+    """For `fit --from`: a check that the framework's writer, in the dialect of the user's file,
+    can say every value of a spec (fields it could not say of ``old_spec`` either are left to
+    `read_back`); None when it cannot say ``old_spec`` at all (then nothing is restricted)."""
+    from ...errors import InputError
+
+    module = writer(framework)
+    try:
+        dialect, _, _ = _read_as(module, path, text, old_spec)
+        _, old_found = settings(module, old_spec, dialect)
+    except InputError:
+        return None
+    known = {field for field, _ in old_found}
+
+    def check(spec: Any) -> bool:
+        try:
+            _, found = settings(module, spec, dialect)
+        except InputError:
+            return False
+        return all(field in known for field, _ in found)
+
+    return check
+
+
+def rollout_every_micro_step(framework: str) -> bool:
+    """The framework generates once per micro-step (its writer says so: `ROLLOUT_EVERY_MICRO_STEP`)."""
+    return bool(getattr(writer(framework), "ROLLOUT_EVERY_MICRO_STEP", False))
 
 
 def _companions(module: Any, spec: Any, wanted: dict[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -15,6 +15,9 @@ NATIVE_STYLE = "flags"
 """`grpo_jsonl.py --flag value` (HfArgumentParser)."""
 NATIVE_DIALECTS = ("main",)
 MAIN_FILE = "run_vlmr1.sh"
+ROLLOUT_EVERY_MICRO_STEP = True
+"""VLM-R1's TRL 0.14-era trainer generates in `_prepare_inputs`, once per micro-step: `fit --from
+vlmr1` splits batches keeping that (`fit.layouts.batch_splits`)."""
 
 
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
@@ -32,7 +35,10 @@ def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, A
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "finetune.method", ("full", "lora"), fw)
     C.require(spec, "logits", ("full_bf16",), fw)
-    C.require(spec, "batch.steps_per_generation", (None, 1), fw)  # one generation per optimizer step (the reader)
+    if spec.steps_per_generation != 1:  # its trainer generates every micro-step (the reader gives 1)
+        C.cannot_express("batch.steps_per_generation", f"{spec.batch.steps_per_generation!r} with gradient_accumulation_steps "
+                         f"{spec.batch.gradient_accumulation_steps} cannot be written for vlmr1: it generates a rollout every "
+                         "micro-step; allowed: 1")
     C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
     C.require(spec, "batch.padding_free", (False,), fw)
     b, dist = spec.batch, spec.distribution
