@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,6 +126,31 @@ def test_the_collector_is_paused_for_a_one_shot_body_only_and_resumed_after_main
             cli._resume_gc()
     assert seen == [False, True]
     assert gc.isenabled()
+
+
+ENTRY_POINT_GC = """
+import gc, json, sys
+from oomless.cli.main import main
+sys.argv = ["oomless", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as end:
+    code = end.code
+print(json.dumps({"code": code, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("args", "one_shot"), [(["plan", "examples/quickstart.yaml"], True), (["env"], False)])
+def test_as_the_entry_point_a_one_shot_command_ends_frozen_others_collect(args: list[str], one_shot: bool) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", ENTRY_POINT_GC, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    got = json.loads(done.stderr.strip().splitlines()[-1])
+    assert got["code"] == 0, done.stderr
+    if one_shot:  # paused to the end, then frozen: the interpreter's final collection skips it
+        assert not got["enabled"] and got["frozen"] > 10_000
+    else:  # resumed when the body started, nothing frozen
+        assert got["enabled"] and got["frozen"] == 0
 
 
 def test_main_called_in_process_leaves_the_collector_on(capsys) -> None:
