@@ -60,8 +60,9 @@ FLOOR_IMPORTS = "import typer._adapters, pydantic.main, rich.console, rich.table
 """The libraries `oomless plan` cannot start without (CLI with typer's pydantic coercion, spec
 validation, tables, YAML): what start-up would cost if oomless's own modules took no time.
 (pydantic's plugin loader and importlib.metadata are not among them: the CLI skips them.)"""
-FLOOR_GC_PAUSED = "import gc; gc.disable(); " + FLOOR_IMPORTS
-"""The same with the cyclic collector paused, as `oomless plan` runs (`oomless.cli.main._pause_gc`)."""
+FLOOR_GC_PAUSED = "import gc; gc.disable(); " + FLOOR_IMPORTS + "; gc.freeze()"
+"""The same with the cyclic collector paused and what was built frozen at the end, as `oomless plan`
+runs (`oomless.cli.main._pause_gc` and `main`)."""
 PYDANTIC_FLOOR = "from pydantic import BaseModel"
 """pydantic alone: the import every validated spec needs."""
 IMPORT_GROUPS = {"oomless": "oomless's own modules", "pydantic": "pydantic", "pydantic_core": "pydantic",
@@ -114,7 +115,7 @@ def commands(args: argparse.Namespace, workdir: Path) -> dict[str, tuple[list[st
         "python -c pass": ([sys.executable, "-c", "pass"], env, ROOT),
         f"pydantic: python -c \"{PYDANTIC_FLOOR}\"": ([sys.executable, "-c", PYDANTIC_FLOOR], env, ROOT),
         f"floor: python -c \"{FLOOR_IMPORTS}\"": ([sys.executable, "-c", FLOOR_IMPORTS], env, ROOT),
-        "floor, collector paused: python -c \"import gc; gc.disable(); ...\"": ([sys.executable, "-c", FLOOR_GC_PAUSED], env, ROOT),
+        "floor, collector paused: python -c \"import gc; gc.disable(); ...; gc.freeze()\"": ([sys.executable, "-c", FLOOR_GC_PAUSED], env, ROOT),
         f"oomless plan {SPEC}": ([oomless, "plan", SPEC], env, ROOT),
         f"oomless plan {SPEC} --json": ([oomless, "plan", SPEC, "--json"], env, ROOT),
         "oomless --version": ([oomless, "--version"], env, ROOT),
@@ -175,7 +176,8 @@ def analysis(doc: dict[str, Any]) -> str:
 - `oomless plan` takes {plan:.3f} s of CPU ({wall:.3f} s wall){before}. The target is {TARGET_PROCESS_S} s: it {verdict}.
 - The interpreter alone takes {bare:.3f} s; pydantic's import alone {pyd:.3f} s (every validated spec needs it,
   and typer 0.29 coerces option values through it too); the libraries the command cannot start without
-  (typer, pydantic, rich tables, PyYAML) {floor:.3f} s, {floor_paused:.3f} s with the collector paused as the CLI runs.
+  (typer, pydantic, rich tables, PyYAML) {floor:.3f} s, {floor_paused:.3f} s with the collector paused and
+  frozen at exit as the CLI runs.
 - oomless's own share is about {plan - floor_paused:.3f} s: its modules (the spec's 19 pydantic models are
   built when `oomless.spec.run` is imported; the planner's, memory model's and catalog's dataclasses
   are generated when theirs are), reading the spec and the catalog, the plan itself (a few ms) and
@@ -186,7 +188,8 @@ def analysis(doc: dict[str, Any]) -> str:
 - Behind "before" → "after" (issue 17 item 0; each step measured in its commit message): only the invoked command is imported and built (typer built all 16);
   pydantic's plugin loader and with it importlib.metadata are not imported when plugins are off; the int64
   bound is a validator on the integer fields only and the spec's annotations are not strings pydantic must
-  evaluate; the collector is paused for start-up; rich loads no emoji table and compiles no highlighter
+  evaluate; the collector is paused for start-up, and a one-shot run freezes what it built so the
+  interpreter's final collection skips it; rich loads no emoji table and compiles no highlighter
   patterns for a pipe; `socket` is imported only when the Hub is asked.
 - What is left is mostly the libraries: 0.15 s is below what typer + pydantic + rich + PyYAML take to
   import on this machine, so it is not reachable without replacing pydantic (the spec layer, its JSON
