@@ -22,6 +22,9 @@ Usage (from the repository root, with the venv's interpreter):
     .venv/bin/python benchmarks/startup.py                         # 20 rounds
     .venv/bin/python benchmarks/startup.py --arena /tmp/arena/bin/arena --rounds 30
     .venv/bin/python benchmarks/startup.py --baseline-src /tmp/base/src   # an older checkout too
+    # several older checkouts (the first is "before"), e.g. each step of a change:
+    for c in 1fa0d4a 509b9dc; do mkdir -p /tmp/steps/$c && git archive $c src | tar -x -C /tmp/steps/$c; done
+    .venv/bin/python benchmarks/startup.py --baseline-src /tmp/steps/1fa0d4a/src --baseline-src /tmp/steps/509b9dc/src
 
 Beside them: bare Python, pydantic's import alone, and the libraries `oomless plan` cannot start
 without (with the collector on, and paused as the CLI runs it): the floor no change to oomless
@@ -120,10 +123,10 @@ def commands(args: argparse.Namespace, workdir: Path) -> dict[str, tuple[list[st
         f"oomless plan {SPEC} --json": ([oomless, "plan", SPEC, "--json"], env, ROOT),
         "oomless --version": ([oomless, "--version"], env, ROOT),
     }
-    if args.baseline_src is not None:
-        base_env = {**env, "PYTHONPATH": str(args.baseline_src)}
-        out[f"baseline ({args.baseline_src}): oomless plan {SPEC}"] = (
-            [sys.executable, "-m", "oomless", "plan", str(ROOT / SPEC)], base_env, args.baseline_src.parent)
+    for src in args.baseline_src:
+        base_env = {**env, "PYTHONPATH": str(src)}
+        out[f"baseline ({src}): oomless plan {SPEC}"] = (
+            [sys.executable, "-m", "oomless", "plan", str(ROOT / SPEC)], base_env, src.parent)
     if args.arena is not None:
         manifest, config = peer_inputs(workdir)
         out[f"arena memory estimate {manifest.name} --gpu {PEER_GPU} --config config.json"] = (
@@ -210,6 +213,9 @@ def markdown(doc: dict[str, Any]) -> str:
     ratio = doc.get("ratio_to_peer")
     ratio_line = (f"oomless plan / arena memory estimate, median wall: {ratio['wall_median']:.2f}; median CPU: {ratio['cpu_median']:.2f}."
                   if ratio else "")
+    baseline_note = ("Baseline rows run `python -m oomless plan` from an older checkout's src/ (`git archive COMMIT src`, "
+                     "the commit in its path); the first is the analysis's \"before\".\n\n"
+                     if any(n.startswith("baseline") for n in doc["processes"]) else "")
     dirty = f" plus uncommitted changes: {', '.join(env['git_dirty_paths'])}" if env["git_dirty_paths"] else ""
     return f"""# Start-up: `oomless plan` beside `arena memory estimate`
 
@@ -219,7 +225,7 @@ Recorded {doc['recorded_at']} by `{doc['command']}`.
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-Target: whole `oomless plan {SPEC}` ≤ {TARGET_PROCESS_S} s (median wall): {'meets' if doc['meets_target'] else 'MISSES'} on this machine.
+{baseline_note}Target: whole `oomless plan {SPEC}` ≤ {TARGET_PROCESS_S} s (median wall): {'meets' if doc['meets_target'] else 'MISSES'} on this machine.
 {ratio_line}
 Load average before / after: {doc['load_average']['before']} / {doc['load_average']['after']}.
 
@@ -240,8 +246,9 @@ def main() -> None:
     parser.add_argument("--warmups", type=int, default=2, help="Untimed rounds first (default 2).")
     parser.add_argument("--arena", type=Path, default=Path("/tmp/arena/bin/arena"),
                         help="The peer's `arena` script (default /tmp/arena/bin/arena; skipped when absent).")
-    parser.add_argument("--baseline-src", type=Path, default=None,
-                        help="Also time another checkout's src/ (e.g. `git archive HEAD~5 | tar -x -C /tmp/base`).")
+    parser.add_argument("--baseline-src", type=Path, action="append", default=[],
+                        help="Also time another checkout's src/ (e.g. `git archive HEAD~5 src | tar -x -C /tmp/base`); "
+                        "repeatable, the first is the \"before\" of the analysis.")
     parser.add_argument("--breakdown-runs", type=int, default=5, help="Runs of the -X importtime breakdown (default 5).")
     parser.add_argument("--out", type=Path, default=RESULTS, help="Directory for startup.json/.md.")
     args = parser.parse_args()
@@ -250,8 +257,8 @@ def main() -> None:
     if not args.arena.exists():
         why_not, args.arena = f"{args.arena} not found: install agilerl-arena in its own venv", None
     compileall.compile_dir(ROOT / "src", quiet=1)
-    if args.baseline_src is not None:
-        compileall.compile_dir(args.baseline_src, quiet=1)
+    for src in args.baseline_src:
+        compileall.compile_dir(src, quiet=1)
     with tempfile.TemporaryDirectory(prefix="oomless-startup-") as tmp:
         timed = commands(args, Path(tmp))
         samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in timed}
