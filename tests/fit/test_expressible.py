@@ -45,3 +45,14 @@ def test_fit_returns_only_what_the_check_accepts() -> None:
         spec = choice.run.spec
         assert _hf_without_zero1(spec)
         assert spec.batch.micro_batch_size % spec.batch.num_generations == 0 and spec.steps_per_generation == 1
+
+
+def test_a_framework_without_sleep_level_2_is_offered_level_1() -> None:
+    """Level 2 is the only level a plain search tries (it frees as much as level 1, for less
+    time); kept to a framework that cannot say it, the engine still sleeps, at level 1."""
+    free = fit_file(EXAMPLES / "seeds" / "s1-before.yaml", FitOptions())
+    assert free.best is not None and free.best.run.spec.rollout.sleep_level == 2
+    kept = fit_file(EXAMPLES / "seeds" / "s1-before.yaml", FitOptions(expressible=lambda s: s.rollout.sleep_level != 2))
+    assert kept.best is not None
+    levels = {c.run.spec.rollout.sleep_level for c in (kept.best, *kept.alternatives)}
+    assert 2 not in levels and 1 in levels

@@ -194,7 +194,8 @@ class _Search:
             probe_plan = self.ctx.plan(base)
             self.stats.plans += 1
             for sleeping in (False, True) if layout.colocated else (False,):
-                fs = factors(base, self.run.arch, layout, sleeping, splits, probe_plan.shape.seq_len, probe_plan.shape.vllm_max_num_seqs)
+                fs = factors(base, self.run.arch, layout, sleeping, splits, probe_plan.shape.seq_len,
+                             probe_plan.shape.vllm_max_num_seqs, every_sleep_level=sayable is not None)
                 if sayable is not None and (fs := sayable_factors(base, fs, sayable)) is None:
                     continue
                 if self.options.keep_safety_of is not None:

@@ -126,14 +126,15 @@ def _tensor_parallel_sizes(arch: ModelArch, gpus: int) -> list[int]:
     return [t for t in range(1, gpus + 1) if heads % t == 0 and (kv % t == 0 or t % kv == 0)]
 
 
-def engine_factor(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool, seq_tokens: int, default_max_num_seqs: int) -> Factor:
+def engine_factor(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool, seq_tokens: int, default_max_num_seqs: int,
+                  every_sleep_level: bool = False) -> Factor:
     """TP × max_num_seqs × sleep level × max_model_len (cut to the run's longest sequence)."""
     ro = spec.rollout
     tps = _tensor_parallel_sizes(arch, layout.vllm_gpus_per_node)
     current = ro.max_num_seqs or default_max_num_seqs
     seqs = [ro.max_num_seqs] + [n for n in MAX_NUM_SEQS if n < current]
     lens = [ro.max_model_len] + ([None] if ro.max_model_len is not None and ro.max_model_len > seq_tokens else [])
-    sleeps = (_sleep_levels(spec) if sleeping else (0,)) if layout.colocated else (None,)
+    sleeps = (_sleep_levels(spec, every_sleep_level) if sleeping else (0,)) if layout.colocated else (None,)
     variants = []
     for tp in tps:
         for n in seqs:
@@ -146,11 +147,12 @@ def engine_factor(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool
     return Factor("engine", "engine", _options(spec, variants))
 
 
-def _sleep_levels(spec: RunSpec) -> tuple[int, ...]:
+def _sleep_levels(spec: RunSpec, every: bool = False) -> tuple[int, ...]:
     """Level 2 frees as much GPU memory as level 1, holds no host copy and costs no copy time,
     so it is the one tried — and level 1 when the input has it (LoRA-only weight syncs need
-    the base kept, which the spec cannot tell)."""
-    return (1, 2) if spec.rollout.sleep_level == 1 else (2,)
+    the base kept, which the spec cannot tell) or when ``every`` (a search kept to what a
+    framework can say, which may have level 1 only: `fit.expressible`)."""
+    return (1, 2) if spec.rollout.sleep_level == 1 or every else (2,)
 
 
 def eager_factor(spec: RunSpec) -> Factor:
@@ -163,10 +165,10 @@ def utilization_factor(spec: RunSpec) -> Factor:
 
 
 def factors(spec: RunSpec, arch: ModelArch, layout: Layout, sleeping: bool, splits: list[Overrides],
-            seq_tokens: int, default_max_num_seqs: int) -> tuple[Factor, ...]:
+            seq_tokens: int, default_max_num_seqs: int, every_sleep_level: bool = False) -> tuple[Factor, ...]:
     out = [states_factor(spec, layout, sleeping), work_factor(spec, splits, seq_tokens)]
     if spec.rollout.engine != RolloutEngine.hf:
-        out += [engine_factor(spec, arch, layout, sleeping, seq_tokens, default_max_num_seqs),
+        out += [engine_factor(spec, arch, layout, sleeping, seq_tokens, default_max_num_seqs, every_sleep_level),
                 eager_factor(spec), utilization_factor(spec)]
     return tuple(out)
 

@@ -223,6 +223,7 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
     next to the original (so the names it refers to resolve as they did)."""
     from .. import import_native
     from ...errors import InputError
+    from ...planner.roles import placement_groups
     from ...spec.load import parse_spec, resolve
 
     with tempfile.TemporaryDirectory(prefix="oomless-patch-") as tmp:
@@ -244,6 +245,8 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
             return ((err.field, f"the patched file does not read back: {err.message}"),), None
     wanted, have = same_spec_dict(new_spec, arch), same_spec_dict(got, arch)
     listed = {field for field, _ in patch.unexpressed}
+    if placement_groups(new_spec) == placement_groups(got):
+        listed.add("placement.groups")  # written out or left to the default, the same GPUs hold the same roles
     out = list(patch.unexpressed)
     for field in all_differences(wanted, have):
         if field not in listed:
