@@ -188,12 +188,13 @@ def analysis(doc: dict[str, Any]) -> str:
 - Import self time by group (`-X importtime`, median of {brk['runs']} runs, {brk['num_modules']} modules; timing
   imports slows them, so read the shares): {shares}.
 - oomless's slowest modules to import (ms, self): {own}.
-- Behind "before" → "after" (issue 17 item 0; each step measured in its commit message): only the invoked command is imported and built (typer built all 16);
-  pydantic's plugin loader and with it importlib.metadata are not imported when plugins are off; the int64
-  bound is a validator on the integer fields only and the spec's annotations are not strings pydantic must
-  evaluate; the collector is paused for start-up, and a one-shot run freezes what it built so the
-  interpreter's final collection skips it; rich loads no emoji table and compiles no highlighter
-  patterns for a pipe; `socket` is imported only when the Hub is asked.
+- Behind "before" → "after" (issue 17 item 0; with each step's commit as a baseline, the rows above
+  show what each step cut): only the invoked command is imported and built (typer built all 16);
+  pydantic's plugin loader, and with it importlib.metadata, is not imported when plugins are off;
+  rich loads no emoji table and compiles no highlighter patterns for a pipe; the int64 bound is a
+  validator on the integer fields only and the spec's annotations are not strings pydantic must
+  evaluate; the collector is paused for start-up; `socket` is imported only when the Hub is asked;
+  a one-shot run freezes what it built, so the interpreter's final collection skips it.
 - What is left is mostly the libraries: 0.15 s is below what typer + pydantic + rich + PyYAML take to
   import on this machine, so it is not reachable without replacing pydantic (the spec layer, its JSON
   schema and its error messages) and typer, which this work does not do.
