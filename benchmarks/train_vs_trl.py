@@ -125,7 +125,7 @@ def build_local_tokenizer(vocab_size: int, folder: Path) -> Any:
     """The character tokenizer widened to exactly ``vocab_size`` entries, saved alone in
     ``folder`` and loaded back as both trainers load it (`AutoTokenizer`).
 
-    Alone: beside a qwen2 config.json, transformers 5.23's `AutoTokenizer` ignores the saved
+    Alone: beside a qwen2 config.json, transformers 5.23 and 5.24's `AutoTokenizer` ignore the saved
     tokenizer class (qwen2 is in `MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS`) and rebuilds a
     byte-level BPE `Qwen2Tokenizer` from the vocabulary, adding `<|endoftext|>` one past it
     (``vocab_size + 1`` entries). Source: transformers 5.23 `models/auto/tokenization_auto.py`."""
@@ -209,6 +209,7 @@ def run_oomless(spec_path: Path, model_dir: Path, out: Path, steps: int) -> dict
     records = [json.loads(line) for line in (out / "telemetry.jsonl").read_text().splitlines()]
     return {"peak_bytes": max(r["peak_bytes"] for r in records), "step_seconds": timer.times, "step_cpu_seconds": timer.cpu_times,
             "peak_by_phase": {p: max(r["peak_bytes"] for r in records if r["phase"] == p) for p in {r["phase"] for r in records}},
+            "spilled_bytes_per_rollout": max((r.get("offload_moved_bytes", 0) for r in records), default=0),
             "rewards": [r["reward"] for r in trainer.hooks.rewards], "logprob_chunk": logprob_chunk(),
             "num_parameters": sum(p.numel() for p in trainer.model.parameters())}
 
@@ -344,7 +345,8 @@ def measure_row(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
                         "median_step_cpu_seconds": round(v["median_step_cpu_seconds"], 5),
                         "step_seconds": [round(x, 4) for x in v["step_seconds"]],
                         "step_cpu_seconds": [round(x, 4) for x in v["step_cpu_seconds"]],
-                        "peak_by_phase": v.get("peak_by_phase"), "logprob_chunk": v["logprob_chunk"],
+                        "peak_by_phase": v.get("peak_by_phase"), "spilled_bytes_per_rollout": v.get("spilled_bytes_per_rollout"),
+                        "logprob_chunk": v["logprob_chunk"],
                         "num_parameters": v["num_parameters"], "mean_reward_last_10": _mean_tail(v["rewards"])}
                     for k, v in sides.items()},
         "memory_ratio": round(memory_ratio, 4), "step_time_ratio": round(time_ratio, 4),

@@ -73,8 +73,10 @@ def _why_row(row: dict[str, Any]) -> str:
     kernels = "; ".join(
         f"tile {k['chunk']:,}: {format_bytes(k['forward_bytes'])} forward, {format_bytes(k['forward_backward_bytes'])} "
         f"forward + backward" for k in row.get("logprob_kernel", []))
-    kernel_text = (f" TRL's log-prob kernel alone on {row['logprob_kernel'][0]['positions']:,} positions (one step's), "
-                   f"bytes above its inputs: {kernels}." if kernels else "")
+    widest = max(row.get("logprob_kernel", []), key=lambda k: k["chunk"], default=None)
+    kernel_text = (f" TRL's log-prob kernel alone on {widest['positions']:,} positions (one step's), bytes above its "
+                   f"inputs: {kernels}; at TRL's tile that is {100 * widest['forward_backward_bytes'] / trl['peak_bytes']:.0f} % "
+                   "of TRL's peak." if widest else "")
     return (f"- **{row['vocab_size']:,} tokens**: log-prob tile {chunks}. Weights, gradients and AdamW moments of "
             f"{ours['num_parameters']:,} parameters: {format_bytes(trained)} ({BYTES_PER_PARAMETER_TRAINED} B each), "
             f"{100 * trained / trl['peak_bytes']:.0f} % of TRL's peak and {100 * trained / ours['peak_bytes']:.0f} % of "
@@ -88,7 +90,14 @@ def _vocabulary_share(row: dict[str, Any]) -> float:
     return matrices * row["vocab_size"] * m["hidden_size"] / row["results"]["oomless"]["num_parameters"]
 
 
-def _discussion(rows: list[dict[str, Any]]) -> str:
+def _spilled(rows: list[dict[str, Any]]) -> str:
+    spilled = [(r["vocab_size"], r["results"]["oomless"].get("spilled_bytes_per_rollout")) for r in rows]
+    if any(b is None for _, b in spilled):
+        return ""
+    return " (" + ", ".join(f"{format_bytes(b)} at {n:,} tokens" for n, b in spilled) + ")"
+
+
+def _discussion(rows: list[dict[str, Any]], versions: dict[str, str]) -> str:
     big = max(rows, key=lambda r: r["vocab_size"])
     small = min(rows, key=lambda r: r["vocab_size"])
     gap = abs(big["memory_ratio"] - 1)
@@ -96,8 +105,9 @@ def _discussion(rows: list[dict[str, Any]]) -> str:
         "- TRL 1.16 scores completions through `trl/kernels/chunked_logprob.py`: the LM head runs in tiles of "
         f"min(positions, {TRL_LOGPROB_TILE_ROWS_MAX:,}) × 32,768 logits, so the [positions × vocabulary] logits never exist "
         "whole, in either run. On a CPU each tile's log-softmax runs as torch ops (the Triton kernel needs a GPU), so "
-        "forward and backward hold several tile-sized temporaries at once (the kernel figures above); on a GPU one "
-        "tile buffer is folded in place.",
+        "forward and backward hold several tile-sized temporaries at once (the kernel figures above); with Triton (a "
+        "GPU) the kernel folds each tile in place in its one buffer (the kernel's docstring), so a GPU run's "
+        "transient is smaller than this CPU run's.",
         "- Below 32,768 tokens the tile is wider than the vocabulary; `oomless train` narrows it to the vocabulary "
         "(`oomless.train.session.fit_logprob_chunk_to_vocabulary`). That is where the small-vocabulary saving comes "
         "from, and it is a small-vocabulary effect: from 32,768 tokens up the tile is the same in both runs.",
@@ -121,10 +131,11 @@ def _discussion(rows: list[dict[str, Any]]) -> str:
         "log-prob path saves nothing at a real vocabulary, not what a whole real model's ratio would be.",
         "- Step times: the machine is shared (load averages above) and the runs are `nice`d, so wall times swing "
         "between repeats; CPU time per step is the steadier figure. Both sides include the live-bytes tracker; "
-        "oomless's also its per-phase telemetry and the spill of optimizer states to a file and back.",
+        "oomless's also its per-phase telemetry and the spill of optimizer states to a file and back at every "
+        "rollout" + _spilled(rows) + ".",
         "- Tokenizer: the character tokenizer of `oomless.train.tiny` (a `tokenizers` WordLevel model) widened with "
         "filler entries to the vocabulary, saved in a folder of its own and named by the spec's `train.tokenizer`. "
-        "Saved beside a qwen2 config.json, transformers 5.23's `AutoTokenizer` would load it as a byte-level BPE "
+        f"Saved beside a qwen2 config.json, transformers {versions.get('transformers', '5')}'s `AutoTokenizer` would load it as a byte-level BPE "
         "`Qwen2Tokenizer` with `<|endoftext|>` added one past the vocabulary (vocab_size + 1 entries).",
     ]
     return "\n".join(lines)
@@ -192,5 +203,5 @@ processes; peak RSS adds the Python heap, libraries and allocator caches.
 
 {chr(10).join(_why_row(row) for row in rows)}
 
-{_discussion(rows)}
+{_discussion(rows, doc['versions'])}
 """
