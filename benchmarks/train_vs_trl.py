@@ -105,9 +105,10 @@ def spec_model_config() -> Path:
     return SPEC.parent / yaml.safe_load(SPEC.read_text(encoding="utf-8"))["model"]
 
 
-def write_spec(vocab_size: int, folder: Path) -> Path:
+def write_spec(vocab_size: int, folder: Path, gradient_checkpointing: bool | None = None, name: str = "spec.yaml") -> Path:
     """The example's spec and model config with ``vocab_size`` changed and the tokenizer read
-    from ``folder/tokenizer`` (`build_local_tokenizer`), nothing else, in ``folder``."""
+    from ``folder/tokenizer`` (`build_local_tokenizer`), nothing else (but
+    ``gradient_checkpointing`` when given), in ``folder``."""
     spec = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
     config = json.loads(spec_model_config().read_text(encoding="utf-8"))
     config["vocab_size"] = vocab_size
@@ -116,7 +117,9 @@ def write_spec(vocab_size: int, folder: Path) -> Path:
     spec["model"] = "config.json"
     spec["train"]["save_steps"] = 0  # no checkpoints, as TRL's side (save_strategy "no")
     spec["train"]["tokenizer"] = str((folder / TOKENIZER_DIR).resolve())
-    path = folder / "spec.yaml"
+    if gradient_checkpointing is not None:
+        spec["gradient_checkpointing"] = gradient_checkpointing
+    path = folder / name
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
 
@@ -308,6 +311,15 @@ def versions() -> dict[str, str]:
     return {p: version(p) for p in ("torch", "transformers", "trl", "tokenizers", "peft", "accelerate", "datasets", "oomless")}
 
 
+def peak_with_checkpointing(vocab_size: int, folder: Path, checkpointing: bool, steps: int) -> dict[str, Any]:
+    """One short oomless run with TRL's gradient-checkpointing setting: its peak shows how much
+    of the difference between the sides that one setting makes."""
+    spec_path = write_spec(vocab_size, folder, gradient_checkpointing=checkpointing, name="spec-checkpointing.yaml")
+    command = [sys.executable, __file__, "--one", "oomless", str(spec_path), str(folder / "model"), str(folder / "oomless-checkpointing"), str(steps)]
+    run = json.loads(subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip().splitlines()[-1])
+    return {"gradient_checkpointing": checkpointing, "num_steps": steps, "peak_bytes": run["peak_bytes"], "peak_by_phase": run["peak_by_phase"]}
+
+
 def measure_row(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
     """Both sides at one vocabulary size, ``args.repeats`` alternating runs each."""
     folder = WORK / f"vocab-{vocab_size}"
@@ -332,6 +344,9 @@ def measure_row(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
                 sides[which] = run
             sides[which]["all_medians"], sides[which]["all_peaks"] = medians, peaks
     trl, ours = sides["trl_defaults"], sides["oomless"]
+    checkpointed = None
+    if trl["config"]["gradient_checkpointing"] != yaml.safe_load(spec_path.read_text())["gradient_checkpointing"]:
+        checkpointed = peak_with_checkpointing(vocab_size, folder, trl["config"]["gradient_checkpointing"], min(args.steps, 3))
     kernels = []
     for chunk in sorted({trl["logprob_chunk"], ours["logprob_chunk"]}):
         command = [sys.executable, __file__, "--kernel", str(vocab_size), str(model["hidden_size"]), str(positions), str(chunk)]
@@ -340,6 +355,7 @@ def measure_row(vocab_size: int, args: argparse.Namespace) -> dict[str, Any]:
     time_ratio = ours["median_step_seconds"] / trl["median_step_seconds"]
     return {
         "vocab_size": vocab_size, "model": model, "trl_defaults_config": trl.pop("config"), "logprob_kernel": kernels,
+        "oomless_with_trl_checkpointing": checkpointed,
         "results": {k: {"peak_bytes": v["peak_bytes"], "peak_bytes_per_repeat": v["all_peaks"], "max_rss_bytes": v["max_rss_bytes"],
                         "median_step_seconds": round(v["median_step_seconds"], 5), "median_step_seconds_per_repeat": v["all_medians"],
                         "median_step_cpu_seconds": round(v["median_step_cpu_seconds"], 5),

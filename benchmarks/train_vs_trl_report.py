@@ -77,10 +77,16 @@ def _why_row(row: dict[str, Any]) -> str:
     kernel_text = (f" TRL's log-prob kernel alone on {widest['positions']:,} positions (one step's), bytes above its "
                    f"inputs: {kernels}; at TRL's tile that is {100 * widest['forward_backward_bytes'] / trl['peak_bytes']:.0f} % "
                    "of TRL's peak." if widest else "")
+    same = row.get("oomless_with_trl_checkpointing")
+    checkpoint_text = "" if not same else (
+        f" The same oomless run with gradient checkpointing {str(same['gradient_checkpointing']).lower()} (TRL's setting, "
+        f"{same['num_steps']} steps) peaks at {format_bytes(same['peak_bytes'])} ({same['peak_bytes']:,} B, "
+        f"{same['peak_bytes'] - trl['peak_bytes']:+,} B against TRL's), so checkpointing accounts for "
+        f"{format_bytes(ours['peak_bytes'] - same['peak_bytes'])} of the difference.")
     return (f"- **{row['vocab_size']:,} tokens**: log-prob tile {chunks}. Weights, gradients and AdamW moments of "
             f"{ours['num_parameters']:,} parameters: {format_bytes(trained)} ({BYTES_PER_PARAMETER_TRAINED} B each), "
             f"{100 * trained / trl['peak_bytes']:.0f} % of TRL's peak and {100 * trained / ours['peak_bytes']:.0f} % of "
-            f"oomless's.{kernel_text} oomless's peak by phase: {phases}. Result: {memory_verdict(row)}.")
+            f"oomless's.{kernel_text} oomless's peak by phase: {phases}. Result: {memory_verdict(row)}.{checkpoint_text}")
 
 
 def _vocabulary_share(row: dict[str, Any]) -> float:

@@ -154,3 +154,20 @@ def test_the_real_vocabulary_conclusion_follows_its_ratio(real_ratio: float, sav
     assert ("saves nothing over TRL's defaults" in page) is saves_nothing
     assert "tile 32,768: 192.0 MiB forward, 576.0 MiB forward + backward" in page
     assert f"whole 17-token oomless peak, all activations included, is {R.format_bytes(1 << 22)}" in page
+
+
+def test_checkpointing_variant_changes_only_that_setting(tmp_path: Path) -> None:
+    plain = load_run(B.write_spec(QWEN_VOCAB, tmp_path)).spec
+    variant = load_run(B.write_spec(QWEN_VOCAB, tmp_path, gradient_checkpointing=not plain.gradient_checkpointing,
+                                    name="variant.yaml")).spec
+    assert variant.gradient_checkpointing is not plain.gradient_checkpointing
+    assert variant.model_copy(update={"gradient_checkpointing": plain.gradient_checkpointing}) == plain
+
+
+def test_page_splits_off_what_checkpointing_accounts_for() -> None:
+    doc = _doc(1000, 1600, QWEN_VOCAB)
+    doc["rows"][0]["oomless_with_trl_checkpointing"] = {"gradient_checkpointing": True, "num_steps": 3, "peak_bytes": 1004,
+                                                        "peak_by_phase": {"train": 1004}}
+    page = R.markdown(doc)
+    assert "(1,004 B, +4 B against TRL's)" in page
+    assert f"so checkpointing accounts for {R.format_bytes(596)} of the difference" in page
