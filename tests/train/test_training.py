@@ -252,3 +252,20 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_loses_no_step(tmp_path: Path, monk
     assert [r["step"] for r in read_jsonl(out / "rewards.jsonl")] == [1, 2, 3, 4]
     a, b = weights(tmp_path / "whole"), weights(out)
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_the_built_model_is_trained_with_the_character_tokenizer(tmp_path: Path) -> None:
+    """The tokenizer TRL gets splits text one character at a time, as `train.tiny` builds it.
+    Saved beside the qwen2 config.json, transformers 5.x's AutoTokenizer would load
+    Qwen2Tokenizer instead and drop letters ("ab+1" → ["+", "1"])."""
+    from oomless.train.session import load_tokenizer
+    from oomless.train.tiny import build_model, tokenizer_dir
+    from oomless.spec.train_section import BuildModel
+
+    model_dir = build_model(TINY_CONFIG, BuildModel(), tmp_path / "model")
+    tokenizer = load_tokenizer(str(tokenizer_dir(model_dir)), None, tmp_path)
+    text = "12+3=15"
+    assert tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"]) == list(text)
+    vocab_size = json.loads(TINY_CONFIG.read_text())["vocab_size"]
+    assert len(tokenizer) == vocab_size  # Qwen2Tokenizer adds <|endoftext|> at id vocab_size
+    assert not (model_dir / "tokenizer.json").exists()

@@ -62,19 +62,20 @@ def prompt_token_counts(dataset: Any, tokenizer: Any) -> list[int]:
     return counts
 
 
-def _model_path(spec: RunSpec, base_dir: Path, out_dir: Path, say: Callable[[str], None]) -> str:
+def _model_path(spec: RunSpec, base_dir: Path, out_dir: Path, say: Callable[[str], None]) -> tuple[str, str]:
+    """The model's location and where its tokenizer is, unless `train.tokenizer` names one."""
     from .run import model_location
 
     train = spec.train
     assert train is not None
     location = model_location(spec, base_dir)
     if train.build_model is None:
-        return location
-    from .tiny import build_model
+        return location, location
+    from .tiny import build_model, tokenizer_dir
 
     built = build_model(Path(location), train.build_model, out_dir / "model")
     say(f"model: built locally from {location} into {built}")
-    return str(built)
+    return str(built), str(tokenizer_dir(built))
 
 
 def fit_logprob_chunk_to_vocabulary(vocab_size: int) -> int:
@@ -107,8 +108,8 @@ def build_trainer(spec: RunSpec, plan: Plan, base_dir: Path, out_dir: Path, max_
 
     train = spec.train
     assert train is not None
-    model_path = _model_path(spec, base_dir, out_dir, say)
-    tokenizer = load_tokenizer(train.tokenizer or model_path, train.data.chat_template, base_dir)
+    model_path, tokenizer_path = _model_path(spec, base_dir, out_dir, say)
+    tokenizer = load_tokenizer(train.tokenizer or tokenizer_path, train.data.chat_template, base_dir)
     dataset = load_prompts(train.data, base_dir)
     dataset, dropped = drop_long_prompts(dataset, prompt_token_counts(dataset, tokenizer), spec.lengths.max_prompt_tokens)
     if dropped:

@@ -71,9 +71,10 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 def build_model(config_path: Path, options: BuildModel, out_dir: Path) -> Path:
-    """Random-weight model + tokenizer saved in ``out_dir``; returns ``out_dir``. A folder
-    that already holds a built model (a resumed run) is reused as it is."""
-    if (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists():
+    """Random-weight model saved in ``out_dir`` and its tokenizer in ``tokenizer_dir(out_dir)``;
+    returns ``out_dir``. A folder that already holds a built model (a resumed run) is reused as
+    it is."""
+    if (out_dir / "config.json").exists() and (tokenizer_dir(out_dir) / "tokenizer.json").exists():
         return out_dir
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -95,5 +96,15 @@ def build_model(config_path: Path, options: BuildModel, out_dir: Path) -> Path:
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
+    tokenizer.save_pretrained(tokenizer_dir(out_dir))
     return out_dir
+
+
+def tokenizer_dir(model_dir: Path) -> Path:
+    """Where `build_model` saves the character tokenizer: a folder of its own. Saved beside a
+    config.json whose model_type has a tokenizer of its own (qwen2 → Qwen2Tokenizer),
+    transformers 5.x's AutoTokenizer loads that model type's class instead of the saved one
+    and splits text differently (measured with transformers 5.24: "ab+1" → ["+", "1"]).
+    Runs built before this change keep theirs beside the model; that folder is returned then."""
+    own = model_dir / "tokenizer"
+    return own if own.is_dir() or not (model_dir / "tokenizer.json").exists() else model_dir
