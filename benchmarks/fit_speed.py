@@ -16,7 +16,11 @@ It measures, per spec:
   its regions span and how many it evaluated explicitly; wall and CPU (process) seconds, the
   first run of the process apart from the later ones;
 - fresh process: `fit_file` timed inside new interpreters (imports excluded), the minimum and
-  median over runs: what one `oomless fit` costs once Python is up.
+  median over runs: what one `oomless fit` costs once Python is up;
+- source trees compared (`--commits`, the working tree by default): per spec, in-process CPU
+  and wall of `fit_file` in fresh interpreters, the first fit of each (cold: the caches of
+  memoised terms empty) and a second one (warm), best of 5; and the whole `oomless fit SPEC`
+  process (`python -m oomless`, start-up included), wall and CPU, best of 5.
 
 On a shared machine wall time includes waiting for a core; CPU seconds do not (they still grow
 somewhat under contention), and the load average at start and end is recorded.
@@ -24,6 +28,7 @@ somewhat under contention), and the load average at start and end is recorded.
 Usage (from the repository root, with the venv's interpreter):
     .venv/bin/python benchmarks/fit_speed.py
     .venv/bin/python benchmarks/fit_speed.py --configs 20000 --specs examples/seeds/s1-before.yaml
+    .venv/bin/python benchmarks/fit_speed.py --commits 1fa0d4a HEAD   # before / after, each from `git archive`
 
 Writes benchmarks/results/fit-speed.json and benchmarks/results/fit-speed.md.
 """
@@ -35,8 +40,10 @@ import json
 import os
 import random
 import statistics
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,10 +61,15 @@ FRESH_SCRIPT = """
 import json, sys, time
 from oomless.fit.search import FitOptions, fit_file
 from oomless.fit.probe import Margin
-wall, cpu = time.perf_counter(), time.process_time()
-fit_file(sys.argv[1], FitOptions(margin=Margin(fraction=0.05)))
-print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
+out = []
+for _ in range(int(sys.argv[2])):
+    wall, cpu = time.perf_counter(), time.process_time()
+    fit_file(sys.argv[1], FitOptions(margin=Margin(fraction=0.05)))
+    out.append({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu})
+print(json.dumps(out))
 """
+COMPARED_SPECS = tuple(f"examples/seeds/s{i}-{w}.yaml" for i in range(5) for w in ("before", "after")) + (
+    "examples/seeds/s1-before-separate.yaml", "examples/seeds/s1-after-shared.yaml", "examples/quickstart.yaml")
 MAKE_PLAN_SAMPLE = 300
 """Configurations planned with make_plan to time the slow path (scaled to N)."""
 
@@ -138,17 +150,61 @@ def time_fit(spec_path: Path, runs: int) -> dict[str, Any]:
             "num_changes_best": len(result.best.changes) if result.best else None}
 
 
-def time_fresh(spec_path: Path, runs: int) -> dict[str, Any]:
-    """`fit_file` in new interpreters: nothing cached from an earlier fit (imports not timed)."""
+def _fits_in_fresh_process(spec_path: Path, fits: int, src: Path) -> list[dict[str, float]]:
+    done = subprocess.run([sys.executable, "-c", FRESH_SCRIPT, str(spec_path), str(fits)], cwd=ROOT, capture_output=True,
+                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(src)})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def time_fresh(spec_path: Path, runs: int, src: Path = ROOT / "src") -> dict[str, Any]:
+    """`fit_file` in new interpreters: nothing cached from an earlier fit (imports not timed);
+    then a second fit in the same interpreter (warm)."""
+    cold, warm = [], []
+    for _ in range(runs):
+        first, second = _fits_in_fresh_process(spec_path, 2, src)
+        cold.append(first)
+        warm.append(second)
+    out: dict[str, Any] = {"runs": runs}
+    for name, figures in (("", cold), ("warm_", warm)):
+        for key in ("wall", "cpu"):
+            values = [f[key] for f in figures]
+            out[f"{name}{key}_min"], out[f"{name}{key}_median"] = min(values), statistics.median(values)
+    return out
+
+
+def time_cli(spec_path: Path, runs: int, src: Path) -> dict[str, Any]:
+    """The whole `oomless fit SPEC` process (interpreter start-up, imports, fit, printing)."""
     wall, cpu = [], []
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-c", FRESH_SCRIPT, str(spec_path)], cwd=ROOT, capture_output=True,
-                              text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-        figures = json.loads(done.stdout.strip().splitlines()[-1])
-        wall.append(figures["wall"])
-        cpu.append(figures["cpu"])
-    return {"runs": runs, "wall_min": min(wall), "wall_median": statistics.median(wall),
-            "cpu_min": min(cpu), "cpu_median": statistics.median(cpu)}
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "oomless", "fit", str(spec_path)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=False, env={**os.environ, "PYTHONPATH": str(src)})
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        assert done.returncode in (0, 1), done.stderr
+    return {"runs": runs, "wall_min": min(wall), "wall_median": statistics.median(wall), "cpu_min": min(cpu)}
+
+
+def source_tree(commit: str, into: Path) -> tuple[str, Path]:
+    """(short hash, ``src``) of a commit, extracted with `git archive` (the working tree is
+    shared and moving, and so is HEAD: the hash is taken once, here)."""
+    sha = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    target = into / sha
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", sha, "src"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return sha, target / "src"
+
+
+def compare_trees(trees: dict[str, Path], specs: list[str], runs: int) -> list[dict[str, Any]]:
+    """Per spec and tree: `fit_file` cold and warm in fresh interpreters, and `oomless fit`."""
+    out = []
+    for spec in specs:
+        path = (ROOT / spec).resolve()
+        for label, src in trees.items():
+            out.append({"spec": spec, "tree": label, "in_process": time_fresh(path, runs, src), "cli": time_cli(path, runs, src)})
+    return out
 
 
 def run_spec(spec: str, configs: int, runs: int, seed: int) -> dict[str, Any]:
@@ -195,8 +251,9 @@ Target: ≥ {TARGET_CONFIGS:,} candidate configurations evaluated in ≤ {TARGET
 its slack on every memory constraint, the fits-with-margin verdict, and its step time.
 
 Largest seed (most configurations searched): `{largest['spec']}`, {largest['whole_fit']['configurations']:,}
-configurations. `fit` answers in {answer:.2f} s wall ({fresh['cpu_min']:.2f} s CPU), the fastest of {fresh['runs']} fresh
-processes (median {fresh['wall_median']:.2f} s wall, {fresh['cpu_median']:.2f} s CPU): {'meets' if answer <= TARGET_SECONDS else 'MISSES'} ≤ {TARGET_SECONDS} s.
+configurations. `fit_file` answers in {answer:.2f} s wall ({fresh['cpu_min']:.2f} s CPU) in a fresh interpreter (imports
+not timed), the fastest of {fresh['runs']} (median {fresh['wall_median']:.2f} s wall, {fresh['cpu_median']:.2f} s CPU): {'meets' if answer <= TARGET_SECONDS else 'MISSES'} ≤ {TARGET_SECONDS} s.
+{whole_process_line(doc, largest['spec'])}
 Slowest seed: `{slowest['spec']}`, {slow['wall_min']:.2f} s wall ({slow['cpu_min']:.2f} s CPU), best of {slow['runs']}.
 Load average {doc['load_average']['start']} at start, {doc['load_average']['end']} at the end.
 
@@ -204,6 +261,7 @@ Load average {doc['load_average']['start']} at start, {doc['load_average']['end'
 |---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
+{comparison_table(doc)}
 Fast path: `fit.probe.Region` — slack and step time added from per-factor `make_plan` probes
 (exact against `make_plan`, tests/fit/test_probe.py); first pass over random configurations,
 so memoised step-time entries are computed inside the timing. Whole `fit`: every layout and
@@ -215,6 +273,30 @@ Commit {env['git_commit']}{dirty}.
 """
 
 
+def whole_process_line(doc: dict[str, Any], spec: str) -> str:
+    """The whole `oomless fit SPEC` process (start-up included) per compared tree."""
+    rows = [r for r in doc.get("comparison") or [] if r["spec"] == spec]
+    if not rows:
+        return ""
+    parts = [f"`{r['tree']}` {r['cli']['wall_min']:.2f} s wall ({r['cli']['cpu_min']:.2f} s CPU)" for r in rows]
+    return "The whole `oomless fit` process on it, start-up included, best of 5: " + ", ".join(parts) + "."
+
+
+def comparison_table(doc: dict[str, Any]) -> str:
+    rows = doc.get("comparison") or []
+    if not rows:
+        return ""
+    trees = ", ".join(f"`{label}` = {src}" for label, src in doc["config"]["trees"].items())
+    lines = [f"Source trees: {trees}. Best of {rows[0]['in_process']['runs']} fresh interpreters each; CPU = process time.", "",
+             "| spec | tree | `fit_file` cold: CPU / wall | warm: CPU / wall | `oomless fit` process: wall / CPU |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        i, c = r["in_process"], r["cli"]
+        lines.append(f"| `{r['spec']}` | `{r['tree']}` | {i['cpu_min']:.3f} / {i['wall_min']:.3f} s "
+                     f"| {i['warm_cpu_min']:.3f} / {i['warm_wall_min']:.3f} s | {c['wall_min']:.2f} / {c['cpu_min']:.2f} s |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--specs", nargs="+", default=list(DEFAULT_SPECS), help="Run specs to fit.")
@@ -222,16 +304,30 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="Whole-fit runs per spec (median reported).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS, help="Directory for fit-speed.json/.md.")
+    parser.add_argument("--commits", nargs="*", default=[], help="Commits whose src to compare (git archive); "
+                        "none: the working tree only.")
+    parser.add_argument("--src-dirs", nargs="*", default=[], metavar="LABEL=DIR",
+                        help="Further source trees to compare (a src folder, e.g. a commit with one change applied).")
+    parser.add_argument("--compare-specs", nargs="*", default=list(COMPARED_SPECS), help="Specs of the comparison.")
     args = parser.parse_args()
     load_start = [round(x, 2) for x in os.getloadavg()]
+    commits: set[str] = set()
     results = [run_spec(s, args.configs, args.runs, args.seed) for s in args.specs]
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = dict(source_tree(c, Path(tmp)) for c in args.commits)
+        commits.update(trees)
+        trees.update((label, Path(folder)) for label, _, folder in (d.partition("=") for d in args.src_dirs))
+        trees = trees or {"working tree": ROOT / "src"}
+        comparison = compare_trees(trees, args.compare_specs, FRESH_RUNS)
     doc = {
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([os.path.relpath(sys.executable, Path.cwd()), *sys.argv]),
         "config": {"specs": args.specs, "configs": args.configs, "runs": args.runs, "seed": args.seed,
-                   "margin": "5 % of capacity", "make_plan_sample": MAKE_PLAN_SAMPLE},
+                   "margin": "5 % of capacity", "make_plan_sample": MAKE_PLAN_SAMPLE,
+                   "trees": {label: f"commit {label}" if label in commits else str(src) for label, src in trees.items()}},
         "targets": {"configs": TARGET_CONFIGS, "seconds": TARGET_SECONDS},
         "results": results,
+        "comparison": comparison,
         "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "environment": environment(),
     }
