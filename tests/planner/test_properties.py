@@ -7,7 +7,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oomless.planner.plan import Plan
+from oomless.planner.gpu_phases import lora_per_token
+from oomless.planner.plan import Plan, make_plan
+from oomless.spec.load import parse_spec, resolve
 from tests.helpers import BASE_SPEC, merged, plan_of
 
 PROFILE = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -95,11 +97,24 @@ def test_offload_never_raises_gpu_memory(data: dict, flag: str) -> None:
 def test_lora_below_full_finetuning(data: dict) -> None:
     # Model states always; the whole peak with checkpointing. Without it PEFT's fp32 copies of
     # every adapted input can outweigh the optimizer states LoRA saves (a real effect).
+    # With it, what LoRA can still add is its branch tensors (fp32 inputs of lora_A/lora_B) of the
+    # one layer being recomputed at a time: per token × the micro-batch's tokens. On long micro-
+    # batches that outweighs the states LoRA saves on a small model (e.g. Llama-3.2-1B, 7 × 7,704
+    # tokens: ~4 GB of branch tensors against ~4 GB of full fine-tuning states), so the peak is
+    # bounded by that term, with the allocator's fragmentation on top taken out of both sides.
     data = merged(data, gradient_checkpointing=True)
-    lora = plan_of(merged(data, **{"finetune.method": "lora"}))
+    run = resolve(parse_spec(merged(data, **{"finetune.method": "lora"})))
+    lora = make_plan(run.spec, run.arch, run.gpu, run.archs)
     full = plan_of(merged(data, **{"finetune.method": "full"}))
     assert model_states(lora) < model_states(full)
-    assert lora.devices[0].peak_bytes <= full.devices[0].peak_bytes
+    branch = lora_per_token(run.spec, run.arch) * lora.shape.train_sequences * lora.shape.seq_len
+    assert peak_without_fragmentation(lora) <= peak_without_fragmentation(full) + branch
+
+
+def peak_without_fragmentation(plan: Plan) -> int:
+    group = plan.devices[0]
+    return max(p.peak_bytes - sum(c.num_bytes for c in p.components if c.name == "allocator_fragmentation")
+               for p in group.phases)
 
 
 @PROFILE
