@@ -242,6 +242,7 @@ def is_attention_tensor(arch: ModelArch, t: ParamTensor) -> bool:
     return t.module == arch.attention_module or t.module.startswith(f"{arch.attention_module}.")
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def num_parameters_per_decoder_layer(arch: ModelArch, layer_kind: LayerKind) -> int:
     """All parameters of one decoder layer of ``layer_kind`` (an FSDP wrap unit).
 
@@ -250,6 +251,7 @@ def num_parameters_per_decoder_layer(arch: ModelArch, layer_kind: LayerKind) -> 
     return num_tensor_parameters(decoder_layer_tensors(arch, layer_kind))
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def num_decoder_layer_parameters(arch: ModelArch) -> int:
     """All decoder layers together: Σ over layer kinds of layers x per-layer parameters.
 
@@ -269,6 +271,7 @@ def num_parameters_per_linear_attention_layer(arch: ModelArch, layer_kind: Layer
     return num_parameters_per_decoder_layer(arch, layer_kind) + _linear_minus_full_attention(arch)
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def decoder_layer_sequence(arch: ModelArch) -> tuple[tuple[LayerKind, bool], ...]:
     """Per decoder layer, in model order: (MLP kind, whether it is a Gated DeltaNet layer).
 
@@ -291,6 +294,7 @@ def decoder_layer_sequence(arch: ModelArch) -> tuple[tuple[LayerKind, bool], ...
     return tuple(zip(kinds, linear))
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def _linear_minus_full_attention(arch: ModelArch) -> int:
     """Parameters a Gated DeltaNet layer has beyond a full-attention one (may be negative)."""
     full = sum(t.numel * t.count for t in decoder_layer_tensors(arch, "dense")

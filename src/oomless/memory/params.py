@@ -138,6 +138,7 @@ def num_config_parameters(arch: ModelArch) -> int:
     return num_language_model_parameters(arch) + num_vision_parameters(arch)
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def num_parameters(arch: ModelArch) -> int:
     """All parameters: the checkpoint's exact count when the resolver read its safetensors
     headers (``catalog.resolve``; not for packed quantized storage), else ``num_config_parameters``.
@@ -186,6 +187,7 @@ def num_largest_module_parameters(arch: ModelArch) -> int:
     return max(per_module.values())
 
 
+@functools.lru_cache(maxsize=1024)  # pure on a frozen arch and an int; a run has a few thresholds
 def num_small_parameters(arch: ModelArch, threshold: int) -> int:
     """Parameters in tensors of at most ``threshold`` elements (norms, biases, ...).
 
