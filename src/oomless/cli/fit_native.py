@@ -75,7 +75,7 @@ def native_outcome(framework: str, source: Path, run: Any, choices: list[Any], h
     """The patch of the first of ``choices`` (best first) whose patched file reads back as a
     plan that fits with ``margin``; else the best one's, with the message naming what the file
     cannot say."""
-    from ..adapters.patch import plan_patch, read_back_run, unexpressed_message
+    from ..adapters.patch import settled_patch, unexpressed_message
     from ..adapters.common import read_text
 
     text = read_text(source)
@@ -83,11 +83,10 @@ def native_outcome(framework: str, source: Path, run: Any, choices: list[Any], h
     tried: list[tuple[int, Any, Any, tuple[tuple[str, str], ...]]] = []
     for rank, choice in enumerate(choices):
         try:
-            patch = plan_patch(framework, source, text, run.spec, choice.run.spec)
+            patch, problems, back = settled_patch(framework, source, text, run.spec, choice.run.spec, hardware, run.arch)
         except InputError as err:
             first_error = first_error or err
             continue
-        problems, back = read_back_run(patch, hardware, choice.run.spec, run.arch)
         tried.append((rank, choice, patch, problems))
         if back is not None and _fits(back, margin):
             break

@@ -64,7 +64,13 @@ def layouts(spec: RunSpec) -> list[Layout]:
     what is trained on them."""
     out = [Layout("as given", {}, placement_groups(spec))]
     gpus = spec.hardware.gpus_per_node
-    candidates = [("vLLM colocated on all GPUs", {"rollout.engine": RolloutEngine.vllm_colocate, "placement.groups": None})]
+    everywhere: Overrides = {"rollout.engine": RolloutEngine.vllm_colocate, "placement.groups": None}
+    if spec.placement.groups is not None and not spec.rollout.engine_in_trainer_process and not spec.placement.process_per_role:
+        # one engine in a process of its own on some trainer GPUs (ms-swift 3.2-3.4, one
+        # `num_infer_workers` on `vllm_device`) becomes an engine inside each training process
+        # on every GPU (`num_infer_workers` = NPROC_PER_NODE): the only way those write it
+        everywhere["rollout.engine_in_trainer_process"] = True
+    candidates = [("vLLM colocated on all GPUs", everywhere)]
     counts = sorted({k for k in (*SEPARATE_GPU_COUNTS, spec.rollout.num_gpus) if 1 <= k < gpus})
     candidates += [(f"vLLM on {k} GPU{'s' if k > 1 else ''} per node of its own", _separate(k)) for k in counts]
     candidates.append(("HF generate in the trainer (no vLLM)", HF_GENERATE))

@@ -313,7 +313,7 @@ VLLM_ONLY_FIELDS = ("gpu_memory_utilization", "tensor_parallel_size", "max_num_s
 """Rollout fields a spec ignores or refuses once generation moves into the trainer (HF
 generate): removed from the written spec (`spec.ignored`)."""
 REGION_FIELDS = ("rollout.engine", "rollout.num_gpus", "placement.groups", "rollout.sleep_level",
-                 "rollout.offload_model", "rollout.offload_optimizer")
+                 "rollout.offload_model", "rollout.offload_optimizer", "rollout.engine_in_trainer_process")
 
 
 def _region_overrides(region: Region, spec: RunSpec) -> Overrides:

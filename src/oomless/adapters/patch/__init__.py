@@ -138,15 +138,18 @@ def _shown(style: str, key: str, old: Any, new: Any) -> str:
     return f"{key}: {v(old, '(unset)')} → {v(new, '(removed: default)')}"
 
 
-def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: Any) -> Patch:
+def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: Any, pin: frozenset[str] = frozenset()) -> Patch:
     """The patch of ``text`` (the user's file at ``path``) from ``old_spec`` (what it reads as)
-    to ``new_spec``; `unexpressed` holds what the writer itself cannot say (see `read_back`)."""
+    to ``new_spec``; `unexpressed` holds what the writer itself cannot say (see `read_back`).
+    Keys in ``pin`` are written with the new spec's value even where it equals the old one
+    (`settled_patch`: a value the file leaves to a default derived from keys that changed)."""
     module = writer(framework)
     dialect, f, old_values = _read_as(module, path, text, old_spec)
     new_values, unexpressed = settings(module, new_spec, dialect, fallback=old_spec)
     _, old_unexpressed = settings(module, old_spec, dialect)
     wanted = {k: new_values.get(k) for k in [*new_values, *old_values]
-              if new_values.get(k) != old_values.get(k) and not (new_values.get(k) is None and f.value(k) is None)}
+              if (new_values.get(k) != old_values.get(k) or k in pin and f.value(k) != new_values.get(k))
+              and not (new_values.get(k) is None and f.value(k) is None)}
     changes = tuple(NativeChange(k, f.value(k), v, _shown(f.style, k, f.value(k), v)) for k, v in wanted.items())
     patched = f.patch(wanted, list(old_values)) if wanted else text
     known = {field for field, _ in old_unexpressed}
@@ -155,11 +158,14 @@ def plan_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: A
 
 
 def _read_as(module: Any, path: Path, text: str, old_spec: Any) -> tuple[Any, _File, dict[str, Any]]:
-    """The writer's dialect the user's file is written in (the one whose keys it sets most),
-    the file read in it, and the old spec's native settings in it."""
+    """The writer's dialect the user's file is written in (the one its reader reads it as,
+    where the writer says: `file_dialect`; else the one whose keys it sets most), the file read
+    in it, and the old spec's native settings in it."""
     style = file_style(path, module)
     best: tuple[int, Any, Any, dict[str, Any]] | None = None
-    for dialect in module.NATIVE_DIALECTS:
+    known = getattr(module, "file_dialect", None)
+    dialects = (known(text, str(path)),) if known is not None else module.NATIVE_DIALECTS
+    for dialect in dialects:
         old_values, _ = settings(module, old_spec, dialect)
         f = _File(path, text, style, list(old_values))
         present = sum(f.value(k) is not None for k in old_values)
@@ -211,6 +217,39 @@ def _companions(module: Any, spec: Any, wanted: dict[str, Any]) -> tuple[tuple[s
     except InputError:
         return ()
     return tuple((name, files[name]) for name in sorted(names) if name in files)
+
+
+def settled_patch(framework: str, path: Path, text: str, old_spec: Any, new_spec: Any, hardware: Any,
+                  arch: Any) -> tuple[Patch, tuple[tuple[str, str], ...], Any]:
+    """`plan_patch`, read back (`read_back_run`); where the read-back differs, every native key
+    whose value differs between the read-back spec and ``new_spec`` is written out and the file
+    patched once more. A key the file leaves unset can have a default the framework derives
+    from other keys (ms-swift sizes a colocated engine's max_num_seqs from the per-device batch
+    × vLLM TP × steps_per_generation): the old and the new spec then state the same value, yet
+    the patched file, the key still unset, derives another one. Returns (patch, problems, the
+    read-back run or None)."""
+    patch = plan_patch(framework, path, text, old_spec, new_spec)
+    problems, back = read_back_run(patch, hardware, new_spec, arch)
+    from ...errors import InputError
+
+    if not problems or back is None:
+        return patch, problems, back
+    module = writer(framework)
+    dialect, _, _ = _read_as(module, path, text, old_spec)
+    try:
+        have, _ = settings(module, back.spec, dialect)
+    except InputError:  # a read-back the writer cannot say: keep the first patch
+        return patch, problems, back
+    new_values, _ = settings(module, new_spec, dialect, fallback=old_spec)
+    changed = {c.key for c in patch.changes}
+    pin = frozenset(k for k, v in new_values.items() if v is not None and have.get(k) != v and k not in changed)
+    if not pin:
+        return patch, problems, back
+    again = plan_patch(framework, path, text, old_spec, new_spec, pin)
+    problems_again, back_again = read_back_run(again, hardware, new_spec, arch)
+    if len(problems_again) < len(problems):
+        return again, problems_again, back_again
+    return patch, problems, back
 
 
 def read_back(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tuple[tuple[str, str], ...]:

@@ -95,6 +95,14 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
 
 
 
+def file_version(text: str, source: str) -> tuple[int, ...]:
+    """The ms-swift release `import_text` reads ``text`` as (its directive, else the newest
+    release that has every flag given): the dialect `fit --from --write` patches it in."""
+    rlhf, _ = _find_commands(parse_shell(text, source), source)
+    profile, _, _ = _versions(read_directives(text), parse_flags(rlhf.argv[2:], source))
+    return profile.version
+
+
 def _versions(directives: Mapping[str, str], flags: Mapping[str, Any]) -> tuple[SF.Profile, tuple[int, ...], list[str]]:
     notes: list[str] = []
     unknown = sorted(set(directives) - {"ms-swift", "vllm"})

@@ -98,6 +98,15 @@ NATIVE_DIALECTS = CANDIDATES
 MAIN_FILE = SCRIPT_NAME
 
 
+def file_dialect(text: str, source: str) -> tuple[int, ...]:
+    """The release the reader reads the user's script as; patching it in another release's
+    flags would compare against other presets and defaults (a 3.x zero3 preset overlaps
+    communication, 4.x's does not)."""
+    from .reader import file_version
+
+    return file_version(text, source)
+
+
 def native_settings(spec: RunSpec, dialect: tuple[int, ...] = SF.LATEST) -> dict[str, Any]:
     """`swift rlhf` flag → value for ms-swift ``dialect``: the flags `render` writes, and what
     `fit --from swift --write` patches into the user's script (one mapping for both). A section
@@ -252,6 +261,11 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
     env = {"NPROC_PER_NODE": str(gpus)}
     if ro.engine == RolloutEngine.hf:
         return env, "", [("use_vllm", "false")]
+    if ro.engine == RolloutEngine.vllm_colocate and spec.placement.groups is None and not ro.engine_in_trainer_process:
+        # the reader's layouts: only 3.2-3.4's single engine on one GPU of the trainer's is its
+        # own process (layout._legacy); an engine per rank lives in that rank's process
+        raise _CannotExpress("rollout.engine_in_trainer_process", "a colocated engine on every GPU outside the "
+                             "training processes (its engines run inside them)")
     if not profile.has_vllm_mode:
         return _legacy_rollout(spec, arch, profile, env)
     if ro.engine == RolloutEngine.vllm_colocate:

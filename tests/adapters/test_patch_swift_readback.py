@@ -1,0 +1,78 @@
+"""`fit --from swift FILE --write DIR` on ms-swift scripts whose patched copies read back as
+another run before: the patched script says every value of fit's answer (no "cannot express"
+line), and `plan --from swift` reads it back to the same vLLM engine fit planned.
+
+The three ways a patch went wrong:
+- a key the script leaves unset whose default ms-swift derives from keys fit changed (a
+  colocated engine's max_num_seqs is per-device batch × vLLM TP × steps_per_generation in
+  ms-swift 4.x where `--vllm_max_num_seqs` is unset): the patch now writes it out;
+- the script patched in another release's flags than the reader reads it as (ms-swift 3.x's
+  `zero3` preset overlaps communication, 4.x's does not, so a ZeRO-3 optimizer offload was
+  not written);
+- ms-swift 3.4's single engine on one trainer GPU (its own process) moved onto every GPU
+  without saying that ms-swift then runs an engine inside each training process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oomless.adapters import HardwareFlags
+from oomless.adapters import common as C
+from oomless.adapters.swift import writer as SW
+from oomless.cli.import_cmd import load_native
+from oomless.cli.main import app
+from oomless.spec.load import parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [
+    ("tests/real_configs/swift/HEAD/examples/train/grpo/internal/chord.sh", "A100-40GB", 8),
+    ("tests/real_configs/swift/v4.0.0/examples/train/grpo/internal/gspo.sh", "RTX-4090", 8),
+    ("tests/real_configs/swift/v3.8.0/examples/train/grpo/internal/gspo.sh", "RTX-4090", 8),
+    ("examples/seeds/native/s1-before.sh", "RTX-4090", None),
+]
+
+
+@pytest.mark.parametrize(("rel", "gpu", "gpus"), CASES, ids=[c[0].split("/")[-1] + "-" + c[1] for c in CASES])
+def test_patched_script_says_the_whole_answer(tmp_path: Path, rel: str, gpu: str, gpus: int | None) -> None:
+    source = ROOT / rel
+    hardware = ["--gpu", gpu] + (["--gpus-per-node", str(gpus)] if gpus else [])
+    result = CliRunner().invoke(app, ["fit", "--from", "swift", str(source), *hardware, "--write", str(tmp_path),
+                                      "--top", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    native = document["native"]
+    assert native["changes"], "the case must need a change"
+    assert native["cannot_express"] is None, native["cannot_express"]
+    assert "reads it back: fits" in native["read_back"]
+    wanted = parse_spec(document["best"]["spec"]).rollout
+    back, _ = load_native(tmp_path / source.name, "swift", HardwareFlags(gpu=gpu, gpus_per_node=gpus))
+    got = back.spec.rollout
+    assert (got.engine, got.tensor_parallel_size, got.max_num_seqs, got.engine_in_trainer_process) == (
+        wanted.engine, wanted.tensor_parallel_size, wanted.max_num_seqs, wanted.engine_in_trainer_process)
+    assert back.spec.distribution == parse_spec(document["best"]["spec"]).distribution
+
+
+def test_the_script_is_patched_in_the_release_its_reader_assumes() -> None:
+    """No `# oomless: ms-swift==` line and no removed flag: read as the newest release, and
+    patched in its flags (3.8's `--train_type` is still accepted there)."""
+    text = (ROOT / CASES[2][0]).read_text()
+    assert SW.file_dialect(text, CASES[2][0]) == SW.SF.LATEST
+    assert SW.file_dialect("# oomless: ms-swift==3.4\n" + text, CASES[2][0]) == (3, 4)
+
+
+def test_every_rank_engine_outside_the_trainer_cannot_be_said() -> None:
+    run, _ = load_native(ROOT / CASES[3][0], "swift", HardwareFlags(gpu="RTX-4090"))
+    assert run.spec.placement.groups is not None and not run.spec.rollout.engine_in_trainer_process
+    everywhere = run.spec.model_copy(update={"placement": run.spec.placement.model_copy(update={"groups": None})})
+    with C.collect_unexpressed() as found:
+        SW.native_settings(everywhere, (3, 4))
+    assert [field for field, _ in found] == ["rollout.engine_in_trainer_process"]
+    inside = everywhere.model_copy(update={"rollout": everywhere.rollout.model_copy(update={"engine_in_trainer_process": True})})
+    with C.collect_unexpressed() as found:
+        settings = SW.native_settings(inside, (3, 4))
+    assert not found and settings["num_infer_workers"] == str(run.spec.hardware.gpus_per_node)
