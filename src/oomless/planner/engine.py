@@ -11,10 +11,27 @@ from ..memory import states as S
 from ..memory import vllm as V
 from ..spec.run import FinetuneMethod, RunSpec
 from . import vision_terms as VT
+from .memo import Memo, value_key
 from .shape import RunShape
 
 
+_BUDGETS = Memo()
+
+
 def engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBudget:
+    """The budget, computed once per distinct input (`planner.memo`): the arch, the fields of
+    the spec and the shape read here and by `vision_terms.engine_encoder_bytes`."""
+    ro = spec.rollout
+    key = (
+        arch, value_key(spec.finetune), value_key(spec.vision), value_key(ro.gpu_memory_utilization),
+        value_key(ro.tensor_parallel_size), value_key(ro.enforce_eager), value_key(ro.cuda_graphs_in_budget),
+        value_key(ro.limit_images_per_prompt), value_key(shape.capacity_bytes), value_key(shape.vllm_max_num_batched_tokens),
+        value_key(shape.vllm_max_num_seqs), value_key(shape.vllm_max_model_len),
+    )
+    return _BUDGETS.get(key, lambda: _engine_budget(spec, arch, shape))
+
+
+def _engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBudget:
     """Engine weights are bf16 (QLoRA: the 4-bit base, as TRL loads bitsandbytes models into
     vLLM); the profile peak adds the vision encoder's profile for VLMs."""
     ro = spec.rollout

@@ -32,12 +32,17 @@ from ..memory import vllm as V
 from ..memory.components import Category, Component
 from ..spec.run import Algorithm, FinetuneMethod, Role, RolloutEngine, RunSpec
 from . import vision_terms as VT
+from .memo import Memo, value_key
 from .roles import Group, RoleModel
 from .shape import RunShape
 
 Phase = tuple[str, tuple[Component, ...]]
 PREFIX = {Role.actor: "policy", Role.reference: "reference", Role.critic: "critic", Role.reward: "reward"}
 
+
+_STATES, _TRAINING_WORK, _FORWARD_WORK = Memo(), Memo(), Memo()
+"""A GPU's model states, and one micro-batch's training and log-prob work, by what they read:
+the fit search's variants of a run mostly change other fields (`planner.memo`)."""
 
 _COMPONENTS: dict[tuple[str, Category, int], Component] = {}
 MAX_SHARED_COMPONENTS = 1 << 16
@@ -56,8 +61,27 @@ def _c(name: str, category: Category, num_bytes: int) -> Component:
     return c
 
 
+_FINISHED: dict[tuple[int, ...], tuple[tuple[Component, ...], tuple[Component, ...]]] = {}
+
+
 def _finish(components: list[Component]) -> tuple[Component, ...]:
-    """Merge same-named parts, drop zeros, add the allocator slack on ACT + TEMP."""
+    """Merge same-named parts, drop zeros, add the allocator slack on ACT + TEMP.
+
+    Computed once per list of component objects (mostly the shared ones of `_c` and of the
+    memos): keyed by their ids, with the list kept in the entry, so no id in a key can belong
+    to another object while the entry lives."""
+    key = tuple(map(id, components))
+    hit = _FINISHED.get(key)
+    if hit is not None:
+        return hit[1]
+    out = _merged_with_slack(components)
+    if len(_FINISHED) >= MAX_SHARED_COMPONENTS:
+        _FINISHED.clear()
+    _FINISHED[key] = (tuple(components), out)
+    return out
+
+
+def _merged_with_slack(components: list[Component]) -> tuple[Component, ...]:
     merged: dict[str, Component] = {}
     for c in components:
         if c.num_bytes:
@@ -77,6 +101,15 @@ class GroupPlanner:
         self.models = {r: models[r] for r in group.models()}
         self.has_engine = Role.vllm in group.roles
         self._memo: dict[object, tuple[Component, ...]] = {}
+        ro = spec.rollout
+        self._states_key = (
+            value_key(spec.placement.offload_idle_models), value_key(ro.sleep_level),
+            value_key(ro.offload_model), value_key(ro.offload_optimizer),
+        )
+        self._work_key = (
+            value_key(shape.lengths), value_key(spec.attention), value_key(spec.vision), value_key(spec.logits),
+            value_key(spec.logits_chunk_rows),
+        )
 
     def _once(self, key: object, build) -> list[Component]:
         """``build()`` for this GPU, computed once: a phase-independent part (overheads, the
@@ -109,6 +142,10 @@ class GroupPlanner:
         return out
 
     def states(self, phase: str, active: tuple[Role, ...] = (), grads_of: tuple[Role, ...] = ()) -> list[Component]:
+        key = (phase, active, grads_of, tuple(self.models.items()), self._states_key)  # models: read now (explain swaps them)
+        return list(_STATES.get(key, lambda: tuple(self._states(phase, active, grads_of))))
+
+    def _states(self, phase: str, active: tuple[Role, ...], grads_of: tuple[Role, ...]) -> list[Component]:
         """Each model's weights, optimizer states, gradients and buffers where they are on the
         GPU in ``phase``. ms-swift's `offload_optimizer` moves the optimizer states (Adam m, v)
         but not the fp32 master weights, and only with a sleeping engine."""
@@ -232,6 +269,10 @@ class GroupPlanner:
         return tuple(out)
 
     def forward_work(self, role: Role) -> list[Component]:
+        key = (role, self.models[role], value_key(self.shape.logprob_batch), self._work_key)
+        return list(_FORWARD_WORK.get(key, lambda: tuple(self._forward_work(role))))
+
+    def _forward_work(self, role: Role) -> list[Component]:
         """A no-grad forward over one log-prob micro-batch (`RunShape.logprob_batch`: padded
         rows, a packed row, or a token budget's part; this GPU's slice under sequence
         parallelism)."""
@@ -263,7 +304,10 @@ class GroupPlanner:
         the larger of the logits peak at the loss (actor only) and the backward transient of one
         recomputed layer (with Ulysses' all-to-all buffers), and (actor) the vocabulary-sized
         weight gradient waiting to be accumulated into ``.grad``."""
-        return self._once(("training_work", role), lambda: self._training_work(role))
+        spec = self.spec
+        key = (role, self.models[role], value_key(self.shape.train_batch), self._work_key,
+               value_key(spec.gradient_checkpointing), value_key(spec.finetune))
+        return self._once(("training_work", role), lambda: _TRAINING_WORK.get(key, lambda: tuple(self._training_work(role))))
 
     def _training_work(self, role: Role) -> list[Component]:
         spec, shape, m, mb = self.spec, self.shape, self.models[role], self.shape.train_batch

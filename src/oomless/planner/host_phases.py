@@ -20,6 +20,7 @@ from ..memory import vllm as V
 from ..memory.components import Category, Component
 from ..spec.run import Role, RolloutEngine, RunSpec, Strategy
 from ..units import gib_to_bytes
+from .memo import Memo, value_key
 from .roles import Group, RoleModel
 
 Phase = tuple[str, tuple[Component, ...]]
@@ -150,7 +151,23 @@ def _loading(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleMo
     return out
 
 
+_HOST_PHASES = Memo()
+
+
 def host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], budget: V.EngineBudget) -> list[Phase]:
+    """Host RAM of the node in load, rollout and train (computed once per distinct input: the
+    spec fields read here, the groups and the models; `planner.memo`)."""
+    ro = spec.rollout
+    key = (
+        groups, tuple(models.items()), value_key(spec.distribution), value_key(spec.precision),
+        value_key(spec.finetune), value_key(spec.optimizer), value_key(spec.ray), value_key(spec.hardware.host_ram_gib),
+        value_key(spec.placement.offload_idle_models), value_key(ro.engine), value_key(ro.sleep_level),
+        value_key(ro.tensor_parallel_size), value_key(ro.offload_model), value_key(ro.offload_optimizer),
+    )
+    return list(_HOST_PHASES.get(key, lambda: tuple(_host_phases(spec, groups, models))))
+
+
+def _host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Phase]:
     offloaded = _strategy_offload(spec, groups, models) + _reference_offload(spec, groups, models)
     pinned = offloaded + _sleep_copies(spec, groups, models) + _ray(spec)
     phases = [

@@ -16,6 +16,7 @@ over `schedule.max_steps` is below `risk.ACCEPTED_RUN_FAILURE_PROBABILITY`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from ..catalog.gpus import GpuSpec
@@ -49,12 +50,21 @@ class PhaseMemory:
     name: str
     components: tuple[Component, ...]
 
-    @property
+    @functools.cached_property
     def peak_bytes(self) -> int:
+        """Computed once (components are frozen): constraints, verdicts and reports ask often."""
         return total_bytes(self.components)
 
     def largest(self) -> Component | None:
-        return max(self.components, key=lambda c: c.num_bytes, default=None)
+        return self._largest
+
+    @functools.cached_property
+    def _largest(self) -> Component | None:
+        return max(self.components, key=_num_bytes, default=None)
+
+
+def _num_bytes(c: Component) -> int:
+    return c.num_bytes
 
 
 @dataclass(frozen=True)
@@ -197,7 +207,39 @@ def _first_step(phase: PhaseMemory, capacity: int, lazy_states: tuple[str, ...])
     return 2 if lazy and phase.peak_bytes - lazy <= capacity else 1
 
 
+_PHASE_MEMORIES: dict[tuple[str, int], PhaseMemory] = {}
+_GROUP_CONSTRAINTS: dict[tuple[object, ...], tuple[tuple[PhaseMemory, ...], tuple[Constraint, ...]]] = {}
+MAX_SHARED = 1 << 14
+"""Entries each table below keeps before it starts over."""
+
+
+def _phase_memory(name: str, components: tuple[Component, ...]) -> PhaseMemory:
+    """The phase (frozen, so one object, with its peak and largest part worked out once, serves
+    every plan whose phase has these very components: `gpu_phases` and `host_phases` hand
+    the same tuples to plans with the same inputs). The entry holds the components, so the
+    id in its key cannot be another object's while it lives."""
+    key = (name, id(components))
+    phase = _PHASE_MEMORIES.get(key)
+    if phase is None:
+        if len(_PHASE_MEMORIES) >= MAX_SHARED:
+            _PHASE_MEMORIES.clear()
+        phase = _PHASE_MEMORIES[key] = PhaseMemory(name, components)
+    return phase
+
+
 def _phase_constraints(group: DeviceGroup, lazy_states: tuple[str, ...] = ()) -> list[Constraint]:
+    """One constraint per phase of ``group`` (computed once per group role, capacity, lazy
+    states and phase objects; the entry holds the phases, so their ids stay theirs)."""
+    key = (group.role, group.capacity_bytes, lazy_states, tuple(map(id, group.phases)))
+    hit = _GROUP_CONSTRAINTS.get(key)
+    if hit is None:
+        if len(_GROUP_CONSTRAINTS) >= MAX_SHARED:
+            _GROUP_CONSTRAINTS.clear()
+        hit = _GROUP_CONSTRAINTS[key] = (group.phases, tuple(_build_phase_constraints(group, lazy_states)))
+    return list(hit[1])
+
+
+def _build_phase_constraints(group: DeviceGroup, lazy_states: tuple[str, ...]) -> list[Constraint]:
     out = []
     for phase in group.phases:
         top = phase.largest()
@@ -310,7 +352,7 @@ def plan_batch(
     devices, constraints = [], []
     for group, role in zip(groups, device_role_names(groups)):
         planner = GroupPlanner(spec, shape, group, models, budget)
-        phases = tuple(PhaseMemory(n, c) for n, c in planner.phases())
+        phases = tuple(_phase_memory(n, c) for n, c in planner.phases())
         devices.append(DeviceGroup(role, group.roles, group.gpus_per_node, shape.capacity_bytes, phases))
         if Role.vllm in group.roles:
             constraints += _engine_constraints(planner, role, arch, shape, budget)
@@ -319,7 +361,7 @@ def plan_batch(
     for device in devices:
         constraints += _phase_constraints(device, lazy)
     host_ram = None if spec.hardware.host_ram_gib is None else gib_to_bytes(spec.hardware.host_ram_gib)
-    host = HostMemory(host_ram, host_limit_bytes(spec), tuple(PhaseMemory(n, c) for n, c in host_phases(spec, groups, models, budget)))
+    host = HostMemory(host_ram, host_limit_bytes(spec), tuple(_phase_memory(n, c) for n, c in host_phases(spec, groups, models, budget)))
     if host.limit_bytes is not None:
         peak = host.peak_phase
         top = peak.largest()

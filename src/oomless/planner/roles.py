@@ -8,13 +8,14 @@ actor's base with adapters disabled as reference (TRL, ms-swift, verl `ref_in_ac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..catalog.models import ModelArch
 from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..spec.run import Algorithm, Finetune, FinetuneMethod, Precision, Role, RolloutEngine, RunSpec, Strategy
+from .memo import HASH_SLOT, Memo, cached_hash, value_key
 
 MODEL_ROLES = (Role.actor, Role.reference, Role.critic, Role.reward)
 
@@ -93,6 +94,16 @@ class RoleModel:
     def optimizer(self) -> int:
         """Master weights + optimizer states on the GPU."""
         return self.master + self.optimizer_states
+
+    def __hash__(self) -> int:
+        """Computed once: the phase memos (`gpu_phases`) key on a group's models."""
+        return cached_hash(self, _ROLE_MODEL_FIELDS)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != HASH_SLOT}
+
+
+_ROLE_MODEL_FIELDS = tuple(f.name for f in fields(RoleModel))
 
 
 def num_value_model_parameters(arch: ModelArch) -> int:
@@ -254,7 +265,21 @@ def frozen_model(spec: RunSpec, role: Role, arch: ModelArch, weights_full: int, 
     )
 
 
+_ROLE_MODELS = Memo()
+
+
 def role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Group, ...]) -> dict[Role, RoleModel]:
+    """Each model's per-GPU bytes (a new dict each call; the frozen `RoleModel`s are shared
+    between calls with the same inputs: the spec sections read here, the archs, the groups)."""
+    key = (
+        tuple(archs.items()), groups, value_key(spec.hardware.num_nodes), value_key(spec.finetune),
+        value_key(spec.precision), value_key(spec.vision.freeze_tower), value_key(spec.distribution),
+        value_key(spec.optimizer),
+    )
+    return dict(_ROLE_MODELS.get(key, lambda: _role_models(spec, archs, groups)))
+
+
+def _role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Group, ...]) -> dict[Role, RoleModel]:
     nodes = spec.hardware.num_nodes
     shards: dict[Role, int] = {}
     for g in groups:
