@@ -12,7 +12,7 @@ from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from oomless.spec.train_section import BuildModel
-from oomless.train.tiny import build_model
+from oomless.train.tiny import build_model, tokenizer_dir
 from oomless.watch.callback import OomlessMemoryCallback
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -33,7 +33,7 @@ config = GRPOConfig(
     use_cpu=True, disable_tqdm=True, dataloader_num_workers=0, seed=0, beta=0.0,
 )
 trainer = GRPOTrainer(model=str(model), reward_funcs=digits, args=config, train_dataset=prompts,
-                      processing_class=AutoTokenizer.from_pretrained(model))
+                      processing_class=AutoTokenizer.from_pretrained(tokenizer_dir(model)))
 OomlessMemoryCallback.attach(trainer, spec=spec)
 trainer.train()
 print("job done", flush=True)
