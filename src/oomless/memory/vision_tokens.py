@@ -199,18 +199,6 @@ def num_image_patches(v: VisionArch, height: int, width: int, *, min_pixels: int
 
 # --- worst case under the declared limits ---------------------------------------------------
 
-def _floor_root_over(q: Fraction, f: int) -> int:
-    """⌊√q / f⌋ exactly: the largest m with (m·f)² ≤ q."""
-    return math.isqrt(q.numerator // q.denominator) // f
-
-
-def _ceil_root_over(q: Fraction, f: int) -> int:
-    """⌈√q / f⌉ exactly: m·f must reach t = ⌈√q⌉."""
-    t = math.isqrt(q.numerator // q.denominator)
-    t += t * t < q
-    return -(-t // f)
-
-
 def _ratio_steps(pixels: int, f: int) -> list[Fraction]:
     """Aspect ratios r = W/H in [1/200, 200] where √(pixels·r)/f or √(pixels/r)/f is an
     integer (where a scaled side can change), plus both ends, in order."""
@@ -237,16 +225,31 @@ def _max_over_ratios(height_side: Callable[[Fraction], int], width_side: Callabl
     return best
 
 
+def _floor_root_of(num: int, den: int, f: int) -> int:
+    """⌊√q / f⌋ exactly for q = num/den (den > 0): the largest m with (m·f)² ≤ q, from the
+    integer ⌊q⌋ (the same whether or not the pair is reduced; no Fraction is built)."""
+    return math.isqrt(num // den) // f
+
+
+def _ceil_root_of(num: int, den: int, f: int) -> int:
+    """⌈√q / f⌉ exactly for q = num/den (den > 0): m·f must reach t = ⌈√q⌉; t² < q ⇔
+    t²·den < num."""
+    t = math.isqrt(num // den)
+    t += t * t * den < num
+    return -(-t // f)
+
+
 def _max_downscaled_tokens(f: int, max_pixels: int) -> int:
-    """Downscale branch: sides max(1, ⌊√(max/r)/f⌋) and max(1, ⌊√(max·r)/f⌋) of r = W/H."""
-    return _max_over_ratios(lambda r: max(1, _floor_root_over(max_pixels / r, f)),
-                            lambda r: max(1, _floor_root_over(max_pixels * r, f)), max_pixels, f)
+    """Downscale branch: sides max(1, ⌊√(max/r)/f⌋) and max(1, ⌊√(max·r)/f⌋) of r = W/H
+    (r = p/q: max/r = max·q/p, max·r = max·p/q, in integers)."""
+    return _max_over_ratios(lambda r: max(1, _floor_root_of(max_pixels * r.denominator, r.numerator, f)),
+                            lambda r: max(1, _floor_root_of(max_pixels * r.numerator, r.denominator, f)), max_pixels, f)
 
 
 def _max_upscaled_tokens(f: int, min_pixels: int) -> int:
-    """Upscale branch: sides ⌈√(min/r)/f⌉ and ⌈√(min·r)/f⌉ of r = W/H."""
-    return _max_over_ratios(lambda r: _ceil_root_over(min_pixels / r, f),
-                            lambda r: _ceil_root_over(min_pixels * r, f), min_pixels, f)
+    """Upscale branch: sides ⌈√(min/r)/f⌉ and ⌈√(min·r)/f⌉ of r = W/H (in integers, as above)."""
+    return _max_over_ratios(lambda r: _ceil_root_of(min_pixels * r.denominator, r.numerator, f),
+                            lambda r: _ceil_root_of(min_pixels * r.numerator, r.denominator, f), min_pixels, f)
 
 
 def _rounds_within_ratio(a: int, b: int, f: int) -> bool:
