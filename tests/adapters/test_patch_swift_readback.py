@@ -10,7 +10,10 @@ The three ways a patch went wrong:
   `zero3` preset overlaps communication, 4.x's does not, so a ZeRO-3 optimizer offload was
   not written);
 - ms-swift 3.4's single engine on one trainer GPU (its own process) moved onto every GPU
-  without saying that ms-swift then runs an engine inside each training process.
+  without saying that ms-swift then runs an engine inside each training process;
+- an engine size ms-swift 3.5-3.10 cannot take (it sizes a colocated engine batch × TP ×
+  steps whatever the flag says: S0 names ms-swift 3.5), and an unset one (vLLM's default in the
+  plan) that 4.x would size by batch × TP × steps (HF generate moved to vLLM): now written out.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typer.testing import CliRunner
 
 from oomless.adapters import HardwareFlags
 from oomless.adapters import common as C
+from oomless.adapters.patch import planned_max_num_seqs
 from oomless.adapters.swift import writer as SW
 from oomless.cli.import_cmd import load_native
 from oomless.cli.main import app
@@ -34,6 +38,8 @@ CASES = [
     ("tests/real_configs/swift/v4.0.0/examples/train/grpo/internal/gspo.sh", "RTX-4090", 8),
     ("tests/real_configs/swift/v3.8.0/examples/train/grpo/internal/gspo.sh", "RTX-4090", 8),
     ("examples/seeds/native/s1-before.sh", "RTX-4090", None),
+    ("examples/seeds/native/s0-before.sh", "RTX-4090", None),
+    ("tests/real_configs/swift/v3.4.0/examples/train/grpo/internal/grpo.sh", "A100-40GB", None),
 ]
 
 
@@ -49,11 +55,14 @@ def test_patched_script_says_the_whole_answer(tmp_path: Path, rel: str, gpu: str
     assert native["changes"], "the case must need a change"
     assert native["cannot_express"] is None, native["cannot_express"]
     assert "reads it back: fits" in native["read_back"]
-    wanted = parse_spec(document["best"]["spec"]).rollout
+    best = parse_spec(document["best"]["spec"])
+    wanted = best.rollout
     back, _ = load_native(tmp_path / source.name, "swift", HardwareFlags(gpu=gpu, gpus_per_node=gpus))
     got = back.spec.rollout
-    assert (got.engine, got.tensor_parallel_size, got.max_num_seqs, got.engine_in_trainer_process) == (
-        wanted.engine, wanted.tensor_parallel_size, wanted.max_num_seqs, wanted.engine_in_trainer_process)
+    assert (got.engine, got.tensor_parallel_size, got.engine_in_trainer_process) == (
+        wanted.engine, wanted.tensor_parallel_size, wanted.engine_in_trainer_process)
+    if got.engine.value != "hf":
+        assert got.max_num_seqs == planned_max_num_seqs(best)
     assert back.spec.distribution == parse_spec(document["best"]["spec"]).distribution
 
 

@@ -283,6 +283,8 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
         except InputError as err:
             return ((err.field, f"the patched file does not read back: {err.message}"),), None
     wanted, have = same_spec_dict(new_spec, arch), same_spec_dict(got, arch)
+    if wanted["rollout"].get("max_num_seqs") is None and have["rollout"].get("max_num_seqs") is not None:
+        wanted["rollout"]["max_num_seqs"] = planned_max_num_seqs(new_spec)  # None: the size the plan uses
     listed = {field for field, _ in patch.unexpressed}
     if placement_groups(new_spec) == placement_groups(got):
         listed.add("placement.groups")  # written out or left to the default, the same GPUs hold the same roles
@@ -291,6 +293,20 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
         if field not in listed:
             out.append((field, f"wanted {value_text(value_at(wanted, field))}, the file gives {value_text(value_at(have, field))}"))
     return tuple(out), run
+
+
+def planned_max_num_seqs(spec: Any) -> int:
+    """The vLLM engine size the plan uses: the spec's `max_num_seqs`, else vLLM's default for
+    the GPU (planner.shape). A writer that must state a number (ms-swift sizes an unset engine
+    itself) writes this one."""
+    if spec.rollout.max_num_seqs is not None:
+        return int(spec.rollout.max_num_seqs)
+    from ...catalog.gpus import load_gpu
+    from ...memory.vllm import default_max_num_seqs
+    from ...planner.shape import capacity_bytes
+
+    gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu else None
+    return default_max_num_seqs(capacity_bytes(spec, gpu), gpu is not None and gpu.id.startswith("A100"))
 
 
 def value_text(value: Any) -> str:

@@ -69,13 +69,13 @@ def _resolve_engine_default(wanted: dict[str, Any], got: dict[str, Any], spec: R
     number the plan would use."""
     ro_w, ro_g = wanted.get("rollout") or {}, got.get("rollout") or {}
     if ro_w.get("max_num_seqs") is None and ro_g.get("max_num_seqs") is not None:
-        from ...catalog.gpus import load_gpu
-        from ...memory.vllm import default_max_num_seqs
-        from ...planner.shape import capacity_bytes
+        ro_w["max_num_seqs"] = planned_max_num_seqs(spec)
 
-        gpu = load_gpu(spec.hardware.gpu) if spec.hardware.gpu else None
-        is_a100 = gpu is not None and gpu.id.startswith("A100")
-        ro_w["max_num_seqs"] = default_max_num_seqs(capacity_bytes(spec, gpu), is_a100)
+
+def planned_max_num_seqs(spec: RunSpec) -> int:
+    from ..patch import planned_max_num_seqs as planned
+
+    return planned(spec)
 
 
 def _hardware_flags(spec: RunSpec) -> Any:
@@ -255,6 +255,20 @@ def _colocate_flags(spec: RunSpec, profile: SF.Profile) -> list[tuple[str, Any]]
     return out
 
 
+def _check_colocate_max_num_seqs(spec: RunSpec, profile: SF.Profile) -> None:
+    """ms-swift 3.5-3.10 sizes a colocated engine itself, per_device_train_batch_size × vLLM TP ×
+    steps_per_generation (keys.Profile.colocate_max_num_seqs_flag; the reader, layout.py): any
+    other max_num_seqs cannot be written."""
+    ro, batch = spec.rollout, spec.batch
+    if profile.colocate_max_num_seqs_flag:
+        return
+    steps = batch.steps_per_generation or batch.gradient_accumulation_steps
+    derived = batch.micro_batch_size * ro.tensor_parallel_size * steps
+    if planned_max_num_seqs(spec) != derived:
+        raise _CannotExpress("rollout.max_num_seqs", f"{planned_max_num_seqs(spec)} (its colocated engine takes per_device_"
+                             f"train_batch_size × vllm_tensor_parallel_size × steps_per_generation = {derived})")
+
+
 def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[str, str], str, list[tuple[str, Any]]]:
     """(environment of `swift rlhf`, commands before it, its vLLM flags)."""
     ro, gpus = spec.rollout, spec.hardware.gpus_per_node
@@ -269,9 +283,13 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
     if not profile.has_vllm_mode:
         return _legacy_rollout(spec, arch, profile, env)
     if ro.engine == RolloutEngine.vllm_colocate:
+        _check_colocate_max_num_seqs(spec, profile)
         flags = [("use_vllm", "true"), ("vllm_mode", "colocate"),
                  *_engine_flags(spec, arch, profile, "vllm_tensor_parallel_size"), *_sync_flags(spec),
                  *_colocate_flags(spec, profile)]
+        if ro.max_num_seqs is None and profile.colocate_max_num_seqs_flag:
+            # unset, ms-swift would size the engine batch × TP × steps, not as the plan did
+            flags.append(("vllm_max_num_seqs", str(planned_max_num_seqs(spec))))
         return env, "", flags
     train = gpus - ro.num_gpus
     server = [("model", spec.model), *_engine_flags(spec, arch, profile, "vllm_tensor_parallel_size")]
