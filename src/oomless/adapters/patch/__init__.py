@@ -288,11 +288,30 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
     listed = {field for field, _ in patch.unexpressed}
     if placement_groups(new_spec) == placement_groups(got):
         listed.add("placement.groups")  # written out or left to the default, the same GPUs hold the same roles
+    listed |= _without_effect(new_spec) | _without_effect(got)  # e.g. ZeRO-3 buckets once the answer is ZeRO-1
     out = list(patch.unexpressed)
     for field in all_differences(wanted, have):
         if field not in listed:
             out.append((field, f"wanted {value_text(value_at(wanted, field))}, the file gives {value_text(value_at(have, field))}"))
     return tuple(out), run
+
+
+def _without_effect(spec: Any) -> set[str]:
+    """Fields ``spec`` sets that the rest of it makes irrelevant (`spec.ignored`): written out or
+    left to the framework's default, they plan the same run."""
+    from ...spec.ignored import ignored_fields
+    from ...spec.run import RolloutEngine
+
+    out = {message.split(" is ignored", 1)[0] for message in ignored_fields(spec)}
+    if spec.rollout.engine == RolloutEngine.hf:  # no vLLM role: no engine, no weight sync (planner.gpu_phases)
+        out |= {f"rollout.{name}" for name in HF_IRRELEVANT}
+    return out
+
+
+HF_IRRELEVANT = ("weight_sync_batches", "cuda_graphs_in_budget", "empty_cache_before_rollout", "max_num_seqs",
+                 "max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager",
+                 "limit_images_per_prompt", "sleep_level", "offload_model", "offload_optimizer")
+"""vLLM engine fields: with `rollout.engine: hf` nothing reads them, set or not."""
 
 
 def planned_max_num_seqs(spec: Any) -> int:
