@@ -9,6 +9,7 @@ weights. Pure bf16 keeps no master copy and its Adam states in bf16.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ def sharded_bytes(total_bytes: int, sharded: bool, num_shards: int) -> int:
 # --- parameter counts ------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def linear_shapes_with_layer_counts(arch: ModelArch) -> tuple[tuple[P.LinearShape, int], ...]:
     """Every decoder linear shape with the number of layers that have it (dense and MoE
     layers of a model differ)."""

@@ -22,6 +22,8 @@ Residency rules (Assumes:):
 
 from __future__ import annotations
 
+import functools
+
 from ..catalog.models import ModelArch
 from ..memory import activations as A
 from ..memory import constants as C
@@ -430,6 +432,7 @@ def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:
     return A.lora_saved_bytes_per_token(inputs, ft.lora_rank, ft.lora_dropout > 0)
 
 
+@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
 def lora_merge_delta_bytes(arch: ModelArch) -> int:
     """`merge_adapter` adds ΔW = (B·A)·scaling module by module: two fp32 out×in temporaries
     (the product and its scaled copy) for the largest module (PEFT keeps adapters in fp32,
