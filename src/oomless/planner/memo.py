@@ -61,6 +61,7 @@ class Memo:
 
     def __init__(self) -> None:
         self._table: dict[Hashable, Any] = {}
+        _ALL.append(self)
 
     def get(self, key: Hashable, build: Callable[[], T]) -> T:
         try:
@@ -75,3 +76,13 @@ class Memo:
 
     def clear(self) -> None:
         self._table.clear()
+
+
+_ALL: list[Memo] = []
+"""Every memo made, so tests can plan with all of them empty (`clear_all`)."""
+
+
+def clear_all() -> None:
+    """Empty every planner memo: the next plan computes every step afresh."""
+    for memo in _ALL:
+        memo.clear()

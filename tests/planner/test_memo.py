@@ -1,0 +1,32 @@
+"""The planner's memos (`oomless.planner.memo`) never change a plan: a spec planned after
+another one, with the memos holding that one's steps, gives the plan it gives with every memo
+empty. A step whose key misses a field it reads would hand the earlier spec's answer on."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+
+from oomless.planner import memo
+from tests.helpers import BASE_SPEC, plan_of
+from tests.planner.test_properties import specs
+
+PROFILE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROFILE
+@given(specs(), specs())
+def test_a_plan_is_the_same_with_warm_and_empty_memos(first: dict, second: dict) -> None:
+    plan_of(first)
+    warm = plan_of(second)
+    memo.clear_all()
+    cold = plan_of(second)
+    assert warm == cold
+
+
+def test_clear_all_empties_every_memo() -> None:
+    from oomless.planner.roles import _ROLE_MODELS
+
+    plan_of(BASE_SPEC)
+    assert _ROLE_MODELS._table
+    memo.clear_all()
+    assert not _ROLE_MODELS._table
