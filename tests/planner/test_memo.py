@@ -30,3 +30,14 @@ def test_clear_all_empties_every_memo() -> None:
     assert _ROLE_MODELS._table
     memo.clear_all()
     assert not _ROLE_MODELS._table
+
+
+def test_a_section_holding_a_list_is_planned_uncached() -> None:
+    """Frozen pydantic sections hash by value; a list field (LoRA targets by name) cannot be
+    hashed, and the step is then computed without its memo."""
+    from tests.helpers import merged
+
+    data = merged(BASE_SPEC, **{"finetune.method": "lora", "finetune.lora_targets": ["q_proj", "v_proj"]})
+    assert plan_of(data) == plan_of(data)
+    everything = plan_of(merged(data, **{"finetune.lora_targets": "all-linear"}))
+    assert plan_of(data).devices[0].peak_bytes < everything.devices[0].peak_bytes

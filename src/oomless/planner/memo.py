@@ -64,10 +64,14 @@ class Memo:
         _ALL.append(self)
 
     def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """The answer for ``key``, built once. A key that cannot be hashed (a section holding a
+        list, e.g. `finetune.lora_targets: [q_proj, v_proj]`) is built every time, uncached."""
         try:
             return self._table[key]
         except KeyError:
             pass
+        except TypeError:
+            return build()
         value = build()
         if len(self._table) >= MAX_ENTRIES:
             self._table.clear()
