@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from ..frozen_hash import cached_hash, state_without_hash
 from .checkpoint import CheckpointInfo
 from .vision import AudioArch, VisionArch
-
-
-_HASH_SLOT = "_cached_hash"
-"""Where a ``ModelArch`` keeps its hash once computed (not a field: not compared, not copied)."""
 
 
 @dataclass(frozen=True)
@@ -100,15 +97,10 @@ class ModelArch:
         """The hash of every field, as the dataclass's own, computed once: the memory model's
         per-architecture caches look an arch up many times per plan, and hashing all ~60
         fields (the vision tower's too) each time was about 8 µs."""
-        cached = self.__dict__.get(_HASH_SLOT)
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, _HASH_SLOT, cached)
-        return cached
+        return cached_hash(self, _ARCH_FIELDS)
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickled without the cached hash (string hashes differ between processes)."""
-        return {k: v for k, v in self.__dict__.items() if k != _HASH_SLOT}
+        return state_without_hash(self)
 
     @property
     def num_moe_layers(self) -> int:
@@ -121,3 +113,7 @@ class ModelArch:
     @property
     def fused_qkv(self) -> bool:
         return len(self.attention_names) == 2
+
+
+_ARCH_FIELDS = tuple(f.name for f in fields(ModelArch))
+"""The fields a ``ModelArch`` hashes over (all of them, as the dataclass's own hash)."""

@@ -41,19 +41,6 @@ _FIELDED: dict[type, bool] = {}
 """Per type: whether its values are keyed with their fields' types (pydantic models, dataclasses)."""
 
 
-def cached_hash(obj: object, fields: tuple[str, ...]) -> int:
-    """The hash of ``obj``'s ``fields``, kept in its ``__dict__`` after the first call (for a
-    frozen dataclass hashed as a memo key many times; the dataclass's own hash is the same
-    tuple's)."""
-    cached = obj.__dict__.get(HASH_SLOT)
-    if cached is None:
-        cached = hash(tuple(getattr(obj, name) for name in fields))
-        object.__setattr__(obj, HASH_SLOT, cached)
-    return cached
-
-
-HASH_SLOT = "_cached_hash"
-"""Where `cached_hash` keeps a hash (not a field: not compared, not copied by ``replace``)."""
 
 
 class Memo:

@@ -15,7 +15,8 @@ from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..spec.run import Algorithm, Finetune, FinetuneMethod, Precision, Role, RolloutEngine, RunSpec, Strategy
-from .memo import HASH_SLOT, Memo, cached_hash, value_key
+from ..frozen_hash import cached_hash, state_without_hash
+from .memo import Memo, value_key
 
 MODEL_ROLES = (Role.actor, Role.reference, Role.critic, Role.reward)
 
@@ -100,7 +101,7 @@ class RoleModel:
         return cached_hash(self, _ROLE_MODEL_FIELDS)
 
     def __getstate__(self) -> dict[str, object]:
-        return {k: v for k, v in self.__dict__.items() if k != HASH_SLOT}
+        return state_without_hash(self)
 
 
 _ROLE_MODEL_FIELDS = tuple(f.name for f in fields(RoleModel))
