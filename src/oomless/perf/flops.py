@@ -16,11 +16,12 @@ MoE counts only the routed experts a token uses; vision towers ~2 FLOPs per para
 
 from __future__ import annotations
 
+import functools
+
 from ..catalog.models import ModelArch
 from ..memory import params as P
 from ..memory import vision_params as VP
 from ..spec.run import FinetuneMethod
-from .memo import per_arch
 
 FORWARD_FLOPS_PER_PARAM = 2
 """One multiply and one add per weight per token."""
@@ -35,13 +36,13 @@ RECOMPUTE_FORWARDS = 1
 """Activation checkpointing re-runs each layer's forward once in the backward."""
 
 
-@per_arch
+@functools.lru_cache(maxsize=4096)  # pure on a frozen arch (its hash is kept: oomless.frozen_hash)
 def num_parameters(arch: ModelArch) -> int:
     """All parameters (`memory.params.num_parameters`), cached: the cost model asks often."""
     return P.num_parameters(arch)
 
 
-@per_arch
+@functools.lru_cache(maxsize=4096)  # pure on a frozen arch (its hash is kept: oomless.frozen_hash)
 def num_matmul_parameters(arch: ModelArch) -> int:
     """N: active language-model weights a token multiplies: the routed experts it uses, the
     lm_head (V·h, tied or not), not the embedding lookup and not the vision tower."""
@@ -60,7 +61,7 @@ def attended_tokens(arch: ModelArch, context: int) -> float:
     return (sliding * min(window, context) + (arch.num_layers - sliding) * context) / arch.num_layers
 
 
-@per_arch
+@functools.lru_cache(maxsize=4096)  # pure on a frozen arch (its hash is kept: oomless.frozen_hash)
 def forward_flops_per_token(arch: ModelArch, context: int) -> float:
     """2·N + 4·L·d·T for one token attending to ``context`` tokens."""
     attention = ATTENTION_FORWARD_FLOPS_PER_WIDTH * arch.num_layers * attention_width(arch) * attended_tokens(arch, context)
@@ -74,7 +75,7 @@ def training_forwards(method: FinetuneMethod, recompute: bool) -> int:
     return 1 + BACKWARD_INPUT_GRAD_FORWARDS + weight_grads + (RECOMPUTE_FORWARDS if recompute else 0)
 
 
-@per_arch
+@functools.lru_cache(maxsize=4096)  # pure on a frozen arch (its hash is kept: oomless.frozen_hash)
 def vision_forward_flops_per_patch(arch: ModelArch) -> float:
     """A ViT patch token passes every tower weight once: ~2·N_vision (attention ignored)."""
     return FORWARD_FLOPS_PER_PARAM * VP.num_vision_parameters(arch)
