@@ -124,3 +124,30 @@ def test_spmd_engines_hold_the_leak_in_every_tp_rank() -> None:
     assert tp2.growth_bytes_per_step == 2 * tp1.growth_bytes_per_step
     assert "held by each of 2 TP ranks" in tp2.growth[0].name
     assert G.vllm_v0_parallel_sampling_leak_bytes_per_step(10, 7, 4) == 280
+
+
+def test_peak_over_the_horizon_is_the_last_step_or_the_last_save() -> None:
+    from oomless.planner.timeline import Growth, Timeline
+
+    def tl(horizon: int | None, every: int | None, save: int) -> Timeline:
+        return Timeline(horizon, 100, 1000, (Growth("g", 10, "s"),), every, save, None)
+
+    assert tl(None, 5, 50).peak_bytes() is None
+    assert tl(12, None, 0).peak_bytes() == 100 + 10 * 11  # the last step
+    assert tl(12, 5, 50).peak_bytes() == 100 + 10 * 9 + 50  # step 10 saves: 240 > step 12's 210
+    assert tl(12, 5, 5).peak_bytes() == 100 + 10 * 11  # a small spike: the last step is larger
+    assert tl(4, 5, 500).peak_bytes() == 100 + 10 * 3  # no save within the horizon
+
+
+def test_fit_judges_growth_over_the_steps() -> None:
+    """A configuration whose phases fit but whose host RAM crosses the limit over the run's steps
+    is not offered (fit's slack includes the timeline's peak)."""
+    from oomless.fit.probe import slack_vector
+    from oomless.fit.search import FitOptions
+
+    plan = _plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 240})
+    assert plan.timeline.crossing_step is not None
+    assert min(slack_vector(plan, FitOptions().effective_margin)) < 0
+    short = _plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 4})
+    assert short.timeline.crossing_step is None
+    assert len(slack_vector(short, FitOptions().effective_margin)) == len(slack_vector(plan, FitOptions().effective_margin))

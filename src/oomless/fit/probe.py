@@ -95,6 +95,9 @@ def slack_vector(plan: Plan, margin: Margin) -> list[int]:
     limit = plan.host.limit_bytes
     if limit is not None:
         out += [limit - margin.of(limit) - p.peak_bytes for p in plan.host.phases]
+        over_steps = plan.timeline.peak_bytes() if plan.timeline is not None else None
+        if over_steps is not None:  # growth over the run's steps and checkpoint saves (planner.timeline)
+            out.append(limit - margin.of(limit) - over_steps)
     return out
 
 

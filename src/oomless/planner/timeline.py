@@ -50,6 +50,16 @@ class Timeline:
         saving = self.save_every is not None and step % self.save_every == 0
         return self.base_bytes + self.growth_bytes_per_step * (step - 1) + (self.save_bytes if saving else 0)
 
+    def peak_bytes(self) -> int | None:
+        """The node's largest host bytes over the horizon (the last step, or the last save
+        before it when a save spike is larger); None without a horizon."""
+        if self.horizon_steps is None:
+            return None
+        last = self.host_bytes_at(self.horizon_steps)
+        if self.save_every and self.save_every <= self.horizon_steps:
+            last = max(last, self.host_bytes_at(self.horizon_steps - self.horizon_steps % self.save_every))
+        return last
+
     def message(self) -> str:
         parts = [f"{g.name} +{g.bytes_per_step / 2**30:.2f} GiB/step" for g in self.growth]
         if self.save_bytes:
