@@ -1,0 +1,91 @@
+"""The frameworks' own argument parsers, where installed, on a file `fit --write` patched.
+
+Only TRL installs here (`pip list`: trl 1.16.0; ms-swift, verl, EasyR1, OpenRLHF, ORZ and
+VLM-R1 do not, they need CUDA builds). TRL's check parses the training command the way its
+scripts do (`TrlParser((ScriptArguments, GRPOConfig | RLOOConfig, ModelConfig))` and
+`parse_args_and_config`: a `--config` YAML first, flags over it) and a `trl vllm-serve` line
+with `trl.scripts.vllm_serve.ScriptArguments`. The written copy is *accepted* when it parses
+wherever the original parses and leaves no argument unconsumed that the original did not (the
+example scripts' own dataclasses hold the rest); values fit changed are compared with what the
+parser made of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+CPU = ["--use_cpu", "true"]
+"""TrainingArguments checks bf16 against the device; on this CPU-only machine `use_cpu` lets it pass."""
+
+
+def check(framework: str, original: Path, written: Path, cwd: Path) -> tuple[str, str]:
+    """(accepted | rejected | not installed | not checked, detail)."""
+    if framework != "trl":
+        return "not installed", ""
+    try:
+        import trl  # noqa: F401
+    except ImportError:
+        return "not installed", "trl"
+    before = _parse_trl(original, cwd)
+    after = _parse_trl(written, cwd)
+    if isinstance(before, str):
+        return "not checked", f"the original does not parse either: {before}"[:300]
+    if isinstance(after, str):
+        return "rejected", after[:300]
+    extra = sorted(set(after[1]) - set(before[1]))
+    if extra:
+        return "rejected", "arguments no dataclass takes: " + " ".join(extra)[:300]
+    return "accepted", f"{after[2]}; {len(after[1])} argument(s) left to the script's own dataclasses"
+
+
+def _commands(path: Path) -> tuple[list[str], list[str] | None, str]:
+    """(training-script arguments, `trl vllm-serve` arguments or None, config class name)."""
+    from oomless.adapters.common import parse_shell
+    from oomless.adapters.trl import launch as L
+
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        return ["--config", str(path)], None, "GRPOConfig"
+    commands = parse_shell(text, str(path))
+    main = next(c for c in commands if L._is_main(c))
+    server = next((c for c in commands if c.argv[:2] == ("trl", "vllm-serve")), None)
+    words = " ".join(main.argv)
+    kind = "RLOOConfig" if "rloo" in words.lower() else "GRPOConfig"
+    _, script_args = L._split(main)
+    return list(script_args), None if server is None else list(server.argv[2:]), kind
+
+
+def _parse_trl(path: Path, cwd: Path) -> tuple[Any, list[str], str] | str:
+    """(parsed dataclasses, unconsumed arguments, what was parsed) or the error text."""
+    import trl
+    from trl import ModelConfig, ScriptArguments, TrlParser
+
+    try:
+        args, server, kind = _commands(path)
+    except (StopIteration, ValueError, Exception) as err:  # noqa: BLE001 - any reading failure is the answer
+        return f"{type(err).__name__}: {err}"
+    here = os.getcwd()
+    os.chdir(cwd)  # a --config path is relative to where the user runs the command
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said):
+            parser = TrlParser((ScriptArguments, getattr(trl, kind), ModelConfig))
+            *parsed, rest = parser.parse_args_and_config([*args, *CPU], return_remaining_strings=True)
+            what = f"{kind}+ModelConfig+ScriptArguments"
+            if server is not None:
+                from trl.scripts.vllm_serve import ScriptArguments as ServeArguments
+
+                _, server_rest = TrlParser((ServeArguments,)).parse_args_and_config(server, return_remaining_strings=True)
+                rest = [*rest, *(f"vllm-serve:{w}" for w in server_rest)]
+                what += " and vllm-serve's ScriptArguments"
+    except SystemExit as err:
+        return f"argparse exit {err.code}: " + " ".join(said.getvalue().split()[-40:])
+    except Exception as err:  # noqa: BLE001 - the parser's own refusal is the answer
+        return f"{type(err).__name__}: {err}".replace("\n", " ")
+    finally:
+        os.chdir(here)
+    return parsed, [w for w in rest if w.startswith("-") or w.startswith("vllm-serve:-")], what
