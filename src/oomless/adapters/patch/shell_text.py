@@ -13,12 +13,13 @@ framework's keys. Styles:
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InputError
-from ...frontends.shell import _mask, _parse
+from ...frontends.shell import _closing, _mask, _parse
 from .edits import Edit, apply_edits, line_indent
 
 
@@ -28,6 +29,15 @@ class Word:
     end: int
     text: str
     """The word as written (quotes kept)."""
+    segment: int = 0
+    """0: a word of the command itself; else one number per bash array the command expands."""
+    use: tuple[int, int] | None = None
+    """For an array's word: the span of the command's `${ARGS[@]}` that expands it."""
+
+    @property
+    def in_command(self) -> tuple[int, int]:
+        """Where the word stands in the command's own text."""
+        return self.use if self.use is not None else (self.start, self.end)
 
 
 def _commands(node: Any) -> list[list[Word]]:
@@ -52,11 +62,65 @@ def _commands(node: Any) -> list[list[Word]]:
 
 
 def script_commands(text: str, where: str) -> list[list[Word]]:
+    """Every command's words; a bash array it expands (`${ARGS[@]}`) stands for the words of
+    that array's definitions before the command (`ARGS=(...)`, then any `ARGS+=(...)`)."""
     skipped: list[int] = []
     out = []
     for node in _parse(_mask(text), where, skipped):
         for words in _commands(node):
-            out.append([Word(w.start, w.end, text[w.start:w.end]) for w in words])
+            out.append(_with_arrays(text, [Word(w.start, w.end, text[w.start:w.end]) for w in words]))
+    return out
+
+
+_ARRAY_USE = re.compile(r'^"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?$')
+
+
+def _with_arrays(text: str, words: list[Word]) -> list[Word]:
+    out: list[Word] = []
+    for w in words:
+        used = _ARRAY_USE.match(w.text)
+        items = _array_words(text, used.group(1), (w.start, w.end), len(out) + 1) if used else None
+        out.extend(items if items is not None else [w])
+    return out
+
+
+def _array_words(text: str, name: str, use: tuple[int, int], segment: int) -> list[Word] | None:
+    """The words of ``name``'s array definitions before its ``use`` (from its last plain
+    assignment on), with their offsets; None when the script defines no such array there."""
+    spans, before = [], use[0]
+    for match in re.finditer(rf"(?m)(?:^|(?<=[\s;])){name}(\+?)=\(", text[:before]):
+        end = _closing(text, match.end() - 1)
+        if end < 0 or end > before:
+            continue
+        if not match.group(1):
+            spans = []
+        spans.append((match.end(), end))
+    if not spans:
+        return None
+    return [Word(a, b, text[a:b], segment, use) for start, end in spans for a, b in _word_spans(text, start, end)]
+
+
+def _word_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of each shell word in text[start:end]: quotes and backslash escapes kept in
+    the word, `#` comments and line continuations skipped."""
+    out, i = [], start
+    while i < end:
+        c = text[i]
+        if c in " \t\n" or text.startswith("\\\n", i):
+            i += 2 if c == "\\" else 1
+            continue
+        if c == "#":
+            newline = text.find("\n", i, end)
+            i = end if newline < 0 else newline
+            continue
+        a = i
+        while i < end and text[i] not in " \t\n":
+            if text[i] in "'\"":
+                close = text.find(text[i], i + 1, end)
+                i = end if close < 0 else close + 1
+            else:
+                i += 2 if text[i] == "\\" else 1
+        out.append((a, min(i, end)))
     return out
 
 
@@ -114,20 +178,21 @@ class _Command:
     def value_span(self, i: int) -> tuple[int, int]:
         """Indices [i+1, j) of the words after flag ``i`` that are its values."""
         j = i + 1
-        while j < len(self.words) and not _unquoted(self.words[j].text).startswith("--"):
+        while (j < len(self.words) and not _unquoted(self.words[j].text).startswith("--")
+               and self.words[j].segment == self.words[i].segment):
             j += 1
         return i + 1, j
 
     def append_point(self) -> tuple[int, str, str]:
         """(offset, text before, text after) to add a word: after the last word, or after the
         word before a trailing `"$@"`; on a new continued line when the command is written over lines."""
-        last = self.words[-1]
-        multiline = "\\\n" in self.text[self.words[0].start:last.end]
-        indent = line_indent(self.text, last.start) if multiline else ""
+        last = self.words[-1].in_command
+        multiline = "\\\n" in self.text[self.words[0].in_command[0]:last[1]]
+        indent = line_indent(self.text, last[0]) if multiline else ""
         sep = f" \\\n{indent}" if multiline else " "
-        if _unquoted(last.text) in ("$@", "${@}") and len(self.words) > 1:
-            return self.words[-2].end, sep, ""
-        return last.end, sep, ""
+        if _unquoted(self.words[-1].text) in ("$@", "${@}") and len(self.words) > 1:
+            return self.words[-2].in_command[1], sep, ""
+        return last[1], sep, ""
 
 
 def pick_command(text: str, keys: list[str], style: str, where: str) -> _Command:
@@ -178,8 +243,11 @@ def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys:
 
 
 def _remove(command: _Command, a: int, b: int, edits: list[Edit]) -> None:
-    """Words a..b-1 removed with the space (and continuation) before them."""
-    start = command.words[a - 1].end if a > 0 else command.words[a].start
+    """Words a..b-1 removed with the space (and continuation) before them; inside an array, or
+    after a comment, from the first word on (the array's and the comment's text kept)."""
+    before = command.words[a - 1] if a > 0 else None
+    keep = before is None or before.segment != command.words[a].segment or "#" in command.text[before.end:command.words[a].start]
+    start = command.words[a].start if keep else before.end
     edits.append(Edit(start, command.words[b - 1].end, ""))
 
 
