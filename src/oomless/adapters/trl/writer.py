@@ -58,6 +58,11 @@ NATIVE_STYLE = "flags"
 NATIVE_DIALECTS = (LATEST,)
 MAIN_FILE = LAUNCH_NAME
 """The file `oomless plan --from trl` reads of the exported set."""
+FRAMEWORK_SIZED = ("rollout.max_num_seqs", "rollout.max_num_batched_tokens")
+"""Engine sizes TRL sets itself with no key to write (a colocated engine: max_num_seqs = per-device
+batch × TP × steps_per_generation, max_num_batched_tokens 4096; `versions.py`). A spec that leaves
+one unset (fit moving HF generate onto vLLM) gets TRL's, which `oomless plan --from` reads back
+from the written file: no difference (`patch.read_back_run`)."""
 
 
 def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any]:

@@ -1,0 +1,38 @@
+"""Engine sizes a framework sets itself, with no key a file could hold: TRL sizes a colocated
+vLLM engine `max_num_seqs` = per-device batch × TP × steps_per_generation and
+`max_num_batched_tokens` 4096. When fit moves a TRL run from HF generate onto a colocated
+engine it leaves both unset (the default); the copy it writes reads back with TRL's sizes, which
+is that default, not a value TRL "cannot express" (before: both were named in the warning)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from oomless.adapters import HardwareFlags
+from oomless.cli.import_cmd import load_native
+from oomless.cli.main import app
+
+CORPUS = Path(__file__).resolve().parents[1] / "real_configs"
+
+
+def test_hf_to_colocated_trl_engine_reads_back_with_trls_sizes(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(CORPUS / "trl" / "v1.5.0")
+    source = "docs/source/grpo_trainer.md.L767-770.sh"
+    before, _ = load_native(Path(source), "trl", HardwareFlags(gpu="A100-80GB"))
+    assert before.spec.rollout.engine.value == "hf", "the case must start on HF generate"
+    result = CliRunner().invoke(app, ["fit", "--from", "trl", source, "--gpu", "A100-80GB", "--write", str(tmp_path),
+                                      "--top", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    native = document["native"]
+    assert native["cannot_express"] is None, native["cannot_express"]
+    assert "reads it back: fits" in native["read_back"]
+    back, _ = load_native(tmp_path / Path(source).name, "trl", HardwareFlags(gpu="A100-80GB"))
+    ro, batch = back.spec.rollout, back.spec.batch
+    assert ro.engine.value == "vllm_colocate"
+    steps = batch.steps_per_generation or batch.gradient_accumulation_steps
+    assert ro.max_num_seqs == batch.micro_batch_size * ro.tensor_parallel_size * steps
+    assert document["best"]["spec"]["rollout"].get("max_num_seqs") is None  # fit left it to the default
