@@ -108,3 +108,42 @@ def test_round_that_does_not_divide_is_noted(tmp_path: Path) -> None:
     result = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
     assert "steps_per_generation" not in result.spec["batch"]
     assert any("do not divide" in note for note in result.notes)
+
+
+BASE = ("data: {rollout_batch_size: 64}\nworker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n"
+        "    global_batch_size: 16\n    micro_batch_size_per_device_for_update: 2\n  rollout: {n: 8}\n")
+
+
+@pytest.mark.parametrize("trainer, prompts, rounds", [
+    ("trainer: {n_gpus_per_node: 4, total_episodes: 3}\n", 1000, 15 * 3),   # 1000 // 64 = 15 rounds an epoch
+    ("trainer: {n_gpus_per_node: 4, total_epochs: 2}\n", 64, 2),
+    ("trainer: {n_gpus_per_node: 4}\n", 130, 2 * 15),                         # EasyR1's default: 15 epochs
+    ("trainer: {n_gpus_per_node: 4, total_epochs: 2, max_steps: 7}\n", 1000, 7),  # max_steps wins, as in EasyR1
+])
+def test_run_length_from_the_training_set_size(tmp_path: Path, trainer: str, prompts: int, rounds: int) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"# oomless: train_prompts={prompts}\n" + BASE + trainer)
+    spec = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec
+    assert spec["schedule"]["max_steps"] == rounds * 4  # 4 optimizer steps a round (see above)
+
+
+def test_vllm_version_directive_reaches_the_growth_terms(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("# oomless: vllm==0.7.3.post1\n" + BASE)
+    assert import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec["rollout"]["vllm_version"] == "0.7.3"
+    path.write_text(BASE)
+    assert "vllm_version" not in import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec["rollout"]
+
+
+@pytest.mark.parametrize("directive, field", [
+    ("# oomless: vllm==seven\n", "vllm version"),
+    ("# oomless: trl==1.0\n", "oomless directive trl"),
+    ("# oomless: train_prompts=10\n", "oomless directive train_prompts"),  # fewer than one round of 64
+    ("# oomless: train_prompts=-3\n", "train_prompts"),
+])
+def test_bad_directives_name_the_key(tmp_path: Path, directive: str, field: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(directive + BASE)
+    with pytest.raises(InputError) as err:
+        import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
+    assert err.value.field == field

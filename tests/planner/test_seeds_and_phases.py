@@ -181,3 +181,21 @@ def test_s2_host_components_and_what_the_fix_removes() -> None:
     # The GPUs were fine in both runs.
     assert all(c.ok for c in before.constraints if c.device == "gpu")
     assert all(c.ok for c in after.constraints if c.device == "gpu")
+
+
+def test_s2_before_crosses_rays_threshold_at_the_step_the_timeline_gives() -> None:
+    """S2 with its environment (vLLM 0.7.3, 60 rounds): the phases fit, host RAM grows by the
+    V0 engine's n > 1 request leak and crosses Ray's threshold within the run; the fix (offload
+    off) moves the crossing later without removing it; without the version nothing grows."""
+    before, after = plan_file("s2-before.yaml"), plan_file("s2-after.yaml")
+    for plan in (before, after):
+        b = plan.binding
+        assert not plan.fits and b.kind == "host_steps" and b.component.startswith("vLLM 0.7.3 V0 engine")
+        assert b.first_step == plan.timeline.crossing_step <= plan.timeline.horizon_steps == 60
+        assert plan.timeline.host_bytes_at(b.first_step) > plan.host.limit_bytes >= plan.timeline.host_bytes_at(b.first_step - 1)
+        assert all(c.ok for c in plan.constraints if c.kind != "host_steps")  # every phase fits
+    assert after.timeline.crossing_step > before.timeline.crossing_step
+    small = [plan_of_file_with(f"s2-{case}.yaml", **{"vision.typical_pixels": 262144}) for case in ("before", "after")]
+    assert before.timeline.crossing_step < small[0].timeline.crossing_step < small[1].timeline.crossing_step <= 60
+    unknown = plan_of_file_with("s2-before.yaml", **{"rollout.vllm_version": None})
+    assert unknown.fits and unknown.timeline.growth == ()

@@ -27,6 +27,8 @@ class Growth:
     name: str
     bytes_per_step: int
     source: str
+    remedy: str = ""
+    """What removes the term (a release with the fix), when one is known."""
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,16 @@ class Timeline:
             last = max(last, self.host_bytes_at(self.horizon_steps - self.horizon_steps % self.save_every))
         return last
 
-    def message(self) -> str:
-        parts = [f"{g.name} +{g.bytes_per_step / 2**30:.2f} GiB/step" for g in self.growth]
+    def terms(self) -> str:
+        """Each growth term and the save spike, with its rate (and remedy where one is known)."""
+        parts = [f"{g.name} +{g.bytes_per_step / 2**30:.2f} GiB/step" + (f" ({g.remedy})" if g.remedy else "")
+                 for g in self.growth]
         if self.save_bytes:
             parts.append(f"checkpoint save +{self.save_bytes / 2**30:.2f} GiB every {self.save_every} steps")
-        what = "; ".join(parts) or "no growth term applies"
+        return "; ".join(parts) or "no growth term applies"
+
+    def message(self) -> str:
+        what = self.terms()
         if self.crossing_step is None:
             horizon = f"over {self.horizon_steps} steps" if self.horizon_steps else "(no schedule.max_steps: not judged)"
             return f"host RAM stays under the limit {horizon}: {what}"
@@ -128,7 +135,8 @@ def vllm_leak(plan: Plan) -> Growth | None:
     leak = G.vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_round(plan), per_prompt, copies)
     held = f", held by each of {copies} TP ranks" if copies > 1 else ""
     return Growth(f"vLLM {version} V0 engine keeps finished n={n} requests{held}", leak,
-                  "vllm#14353/#15597, fixed by vllm PR #14326/#16472")
+                  "vllm#14353/#15597, fixed by vllm PR #14326/#16472",
+                  "gone with vLLM >= 0.8.0's default V1 engine; or resume from a checkpoint before the crossing")
 
 
 def checkpoint_bytes(plan: Plan) -> int:

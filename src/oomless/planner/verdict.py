@@ -58,8 +58,9 @@ def constraint_sentence(plan: Plan, c: Constraint) -> str:
         return (f"{c.phase} on {where(c)}: vLLM KV cache {_amount(c.available_bytes)}, one max_model_len "
                 f"sequence needs {format_bytes(c.required_bytes)}; {outcome(c)}")
     if c.kind == "host_steps":
-        return f"host RAM by step {c.first_step:,}: {format_bytes(c.required_bytes)} over the limit " \
-               f"{format_bytes(c.available_bytes)}, {outcome(c)} ({c.message})"
+        grows = plan.timeline.terms() if plan.timeline is not None else c.message
+        return (f"steps on {where(c)}: at step ~{c.first_step:,} total {format_bytes(c.required_bytes)} over limit "
+                f"{format_bytes(c.available_bytes)}, {outcome(c)}; growing: {grows}")
     limit = "limit" if c.device == "host" else "capacity"
     relation = "over" if not c.ok else "within"
     parts = largest_parts(phase_of(plan, c))

@@ -9,6 +9,9 @@ Source: EasyR1 main (0.3.3.dev0), dataclass defaults of
 OffloadConfig, RefConfig) and `verl/workers/rollout/config.py` (RolloutConfig); behaviour from
 its README and `workers/fsdp_workers.py`: vLLM runs inside the FSDP worker (SPMD) and always
 sleeps at level 1 after a rollout; a reference model exists unless `algorithm.disable_kl`.
+The vLLM version is not in EasyR1's files: a `# oomless: vllm==0.7.3` comment line in the file
+read gives it (`rollout.vllm_version`: the growth terms of `memory.growth` depend on it); without
+one none is assumed.
 Assumes: flash-attention (EasyR1 loads models with flash_attention_2, padding-free);
 `fsdp.enable_full_shard: false` is FSDP SHARD_GRAD_OP, planned as ZeRO-2; the reference's own
 offload settings are not modelled apart from the actor's.
@@ -39,14 +42,33 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
     C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
     out = N.Collected()
+    vllm, train_prompts = _directives(text, str(path))
     composed = _compose(path, text, out)
     out.notes.extend(composed.notes)
-    _to_spec(composed.values, hardware, out)
+    _to_spec(composed.values, hardware, out, train_prompts)
+    if vllm is not None:
+        out.set("rollout.vllm_version", vllm)
     _report_unused(composed.user, out)
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
 
 
 MAIN = ("verl.trainer.main",)
+DIRECTIVES = ("vllm", "train_prompts")
+DEFAULT_TOTAL_EPOCHS = 15
+"""EasyR1's `TrainerConfig.total_epochs` default (verl/trainer/config.py, main; early-2025
+releases called it `total_episodes`, default 10, and the examples set 15)."""
+
+
+def _directives(text: str, source: str) -> tuple[str | None, int | None]:
+    """What EasyR1's files cannot say, from `# oomless: vllm==0.7.3 train_prompts=2101` lines:
+    the vLLM release (checked as a version) and the training set's size in prompts."""
+    directives = C.read_directives(text, source)
+    unknown = sorted(set(directives) - set(DIRECTIVES))
+    if unknown:
+        raise InputError(f"oomless directive {unknown[0]}", f"unknown key; allowed: {', '.join(DIRECTIVES)}")
+    vllm = C.version_text(C.parse_version("vllm version", directives["vllm"])) if "vllm" in directives else None
+    prompts = C.to_int("train_prompts", directives["train_prompts"], minimum=1) if "train_prompts" in directives else None
+    return vllm, prompts
 
 
 def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
@@ -75,7 +97,7 @@ def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
     return composed
 
 
-def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
+def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_prompts: int | None = None) -> None:
     out.set("model", N.model_ref(v[f"{ACT}.model.model_path"], f"{ACT}.model.model_path", out))
     out.set("hardware", N.hardware(flags, "easyr1", C.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1),
                                    C.as_int("trainer.nnodes", v["trainer.nnodes"], 1), out))
@@ -97,7 +119,7 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
     out.set("gradient_checkpointing", C.as_bool(f"{ACT}.model.enable_gradient_checkpointing", v[f"{ACT}.model.enable_gradient_checkpointing"]))
     _finetune(v, out)
     _batch_and_lengths(v, out)
-    _round_and_schedule(v, out)
+    _round_and_schedule(v, out, train_prompts)
     _rollout(v, out)
     _algorithm(v, out)
     out.set("ray.enabled", True)
@@ -128,10 +150,10 @@ def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
                        "freeze_tower": C.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
 
 
-def _round_and_schedule(v: dict[str, Any], out: N.Collected) -> None:
+def _round_and_schedule(v: dict[str, Any], out: N.Collected, train_prompts: int | None) -> None:
     """`data.rollout_batch_size` prompts per round, `global_batch_size` per optimizer step,
-    `trainer.max_steps` rounds (else epochs, which need the data set's size), `save_freq` rounds
-    (adapters/schedule.py)."""
+    `trainer.max_steps` rounds (else epochs × the rounds of one pass over ``train_prompts``),
+    `save_freq` rounds (adapters/schedule.py)."""
     world = C.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1) * C.as_int("trainer.nnodes", v["trainer.nnodes"], 1)
     ulysses = max(C.as_int(f"{ACT}.{k}", v[f"{ACT}.{k}"], 1) for k in ("ulysses_size", "ulysses_sequence_parallel_size"))
     rnd = SCH.verl_round(C.as_int("data.rollout_batch_size", v["data.rollout_batch_size"], 1),
@@ -145,6 +167,8 @@ def _round_and_schedule(v: dict[str, Any], out: N.Collected) -> None:
     out.set("batch.gradient_accumulation_steps", rnd.gradient_accumulation_steps)
     out.set("batch.steps_per_generation", rnd.steps_per_generation)
     rounds = v["trainer.max_steps"]
+    if rounds is None and train_prompts is not None:
+        rounds = _rounds_of_epochs(v, train_prompts)
     schedule = SCH.schedule(C.as_int("trainer.max_steps", rounds, 1) if rounds is not None else None,
                             C.as_int("trainer.save_freq", v["trainer.save_freq"], -1),
                             C.as_bool("trainer.save_model_only", v["trainer.save_model_only"]), rnd)
@@ -152,7 +176,21 @@ def _round_and_schedule(v: dict[str, Any], out: N.Collected) -> None:
         out.set("schedule", schedule)
     if rounds is None:
         out.notes.append("trainer.max_steps not set: the run's length (total_epochs × rounds per epoch) needs the data "
-                         "set's size; growth over steps is judged only with schedule.max_steps (spec) or trainer.max_steps")
+                         "set's size (`# oomless: train_prompts=N`); growth over steps is judged only with a length")
+
+
+def _rounds_of_epochs(v: dict[str, Any], train_prompts: int) -> int:
+    """EasyR1's run length without max_steps: whole rounds of one pass (its train loader drops
+    the last partial batch) × epochs. Source: EasyR1 verl/trainer/ray_trainer.py, main
+    (`num_examples // rollout_batch_size * total_epochs`; early 2025: `len(train_dataloader) *
+    total_episodes` with `drop_last=True`)."""
+    batch = C.as_int("data.rollout_batch_size", v["data.rollout_batch_size"], 1)
+    key = next((k for k in ("trainer.total_epochs", "trainer.total_episodes") if v.get(k) is not None), None)
+    epochs = C.as_int(key, v[key], 1) if key else DEFAULT_TOTAL_EPOCHS
+    if train_prompts < batch:
+        raise InputError("oomless directive train_prompts",
+                         f"{train_prompts} is fewer than data.rollout_batch_size {batch}: EasyR1 would train no round")
+    return train_prompts // batch * epochs
 
 
 def _rollout(v: dict[str, Any], out: N.Collected) -> None:

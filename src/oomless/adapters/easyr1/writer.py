@@ -35,6 +35,7 @@ def render_files(spec: Any) -> dict[str, str]:
         "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
         "Batch sizes: the spec's round (steps_per_generation) and optimizer step (gradient accumulation) in prompts.",
         "Fill in data.train_files / data.val_files and worker.reward before training.",
+        *([f"oomless: vllm=={spec.rollout.vllm_version}"] if spec.rollout.vllm_version else []),
     ])
     return {MAIN_FILE: head + N.dump_yaml(_spec_to_config(spec))}
 
