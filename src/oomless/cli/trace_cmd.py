@@ -66,15 +66,24 @@ def _resolve(spec: Path | None, overrides: dict[str, Any], native: tuple[Resolve
 
 
 def _without_images(run: ResolvedRun) -> tuple[ResolvedRun, list[str]]:
-    """The vision tower is not traced: compare against the plan of the text-only step."""
+    """A vision tower the tracer does not build (`trace.vision_plan.TRACED_TOWERS`): compare
+    against the plan of the text-only step."""
     import dataclasses
+
+    from ..trace.vision_plan import tower_traced
 
     if run.arch.vision is None or run.spec.vision.images_per_prompt == 0:
         return run, []
+    notes = []
+    if run.spec.vision.dense_attention_mask:
+        notes.append("vision.dense_attention_mask (transformers 4.49-4.53) is planned but not traced: "
+                     "the trace runs the installed transformers' per-window attention")
+    if tower_traced(run.arch):
+        return run, notes
     vision = run.spec.vision.model_copy(update={"images_per_prompt": 0})
     spec = run.spec.model_copy(update={"vision": vision})
-    return dataclasses.replace(run, spec=spec), ["the vision tower and image tokens are not traced; "
-                                                  "the step is traced and planned with text prompts only"]
+    return dataclasses.replace(run, spec=spec), [f"the {run.arch.vision.model_type} vision tower and its image tokens "
+                                                  "are not traced; the step is traced and planned with text prompts only"]
 
 
 def trace_command(
@@ -132,15 +141,17 @@ def _document(result: TraceResult, prediction: Prediction) -> dict[str, Any]:
     from ..trace.compare import relative_difference
 
     traced = result.activation_peak.activation_bytes
-    return {
-        **result.to_dict(),
-        "plan": {
-            "train_phase_components": dict(prediction.components),
-            "activation_bytes": prediction.activation_bytes,
-            "traced_activation_bytes": traced,
-            "relative_difference": round(relative_difference(prediction.activation_bytes, traced), 5),
-        },
+    plan: dict[str, Any] = {
+        "train_phase_components": dict(prediction.components),
+        "activation_bytes": prediction.activation_bytes,
+        "traced_activation_bytes": traced,
+        "relative_difference": round(relative_difference(prediction.activation_bytes, traced), 5),
     }
+    if prediction.vision is not None and result.vision is not None:
+        plan["vision"] = {**prediction.vision.to_dict(), "traced_charged_bytes": result.vision.charged_bytes,
+                          "relative_difference": round(relative_difference(prediction.vision.train_bytes,
+                                                                           result.vision.charged_bytes), 5)}
+    return {**result.to_dict(), "plan": plan}
 
 
 def _render(result: TraceResult, prediction: Prediction) -> None:
@@ -149,8 +160,9 @@ def _render(result: TraceResult, prediction: Prediction) -> None:
     from ..units import format_bytes
 
     s, peak, act = result.setup, result.peak, result.activation_peak
+    images = f" + {s.image_tokens_per_sequence} image" if s.image_tokens_per_sequence else ""
     typer.echo(
-        f"{s.model}: {ALGORITHM_STEPS[Algorithm(s.algorithm)]} of {s.num_sequences} × ({s.prompt_len} + {s.completion_len}) tokens, {s.finetune}, "
+        f"{s.model}: {ALGORITHM_STEPS[Algorithm(s.algorithm)]} of {s.num_sequences} × ({s.prompt_len}{images} + {s.completion_len}) tokens, {s.finetune}, "
         f"{s.attention}, {'checkpointing' if s.checkpointing else 'no checkpointing'}, logits {s.logits}, "
         f"{s.optimizer} {s.precision} — traced on fake tensors in {result.seconds:.1f} s "
         f"(torch {result.versions.get('torch')}, transformers {result.versions.get('transformers')})"
@@ -171,6 +183,33 @@ def _render(result: TraceResult, prediction: Prediction) -> None:
     diff = relative_difference(prediction.activation_bytes, act.activation_bytes)
     typer.echo(f"\nPlan (train phase ACT + TEMP): {format_bytes(prediction.activation_bytes)} ({parts}); "
                f"traced {format_bytes(act.activation_bytes)}; plan − trace = {100 * diff:+.2f} %")
+    if result.vision is not None and prediction.vision is not None:
+        _render_vision(result, prediction)
+
+
+def _render_vision(result: TraceResult, prediction: Prediction) -> None:
+    """The vision tower's traced terms beside the plan's (`trace.vision_plan.VisionPrediction`)."""
+    from ..trace.compare import relative_difference
+    from ..units import format_bytes
+
+    v, p, s = result.vision, prediction.vision, result.setup
+    assert v is not None and p is not None
+    t, h, w = s.image_grid_thw
+    state = ("trained" if v.trains else "frozen") + (", checkpointed" if v.checkpointing else "")
+    typer.echo(f"\nVision tower ({state}): {v.num_images} images of {t}×{h}×{w} = {v.num_patches:,} patches "
+               f"({s.image_tokens_per_sequence:,} image tokens per sequence); the plan's worst image has {p.num_patches:,}")
+    rows = [
+        ("held while the LM trains", v.held_bytes, p.saved_bytes, "saved + merger"),
+        ("training forward peak", v.forward_peak_bytes, p.forward_peak_bytes, "no-grad forward peak"),
+        ("log-prob forward peak", v.logprob_forward_peak_bytes, p.logprob_bytes, "log-prob phase vision.activations"),
+        ("backward peak (whole step)", v.backward_peak_bytes, p.backward_transient_bytes, "backward transient, in no phase"),
+    ]
+    for label, traced, planned, what in rows:
+        diff = f"{100 * relative_difference(planned, traced):+.2f} %" if traced else "-"
+        typer.echo(f"  {label:27s} traced {format_bytes(traced):>12s}   plan {format_bytes(planned):>12s} ({what}); plan − trace = {diff}")
+    diff = relative_difference(p.train_bytes, v.charged_bytes)
+    typer.echo(f"  Plan (train phase vision.activations): {format_bytes(p.train_bytes)}; traced max(held, forward peak) "
+               f"{format_bytes(v.charged_bytes)}; plan − trace = {100 * diff:+.2f} %")
 
 
 def register(app: typer.Typer) -> None:

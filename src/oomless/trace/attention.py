@@ -27,6 +27,8 @@ formulas, so the saved tensors are exactly those of the GPU step.
   saves them with its output and an fp32 log-sum-exp [h, tokens], and `_pad_input` scatters
   the output into a zero-filled [b·s, h, d] tensor for `o_proj`.
 - ``eager`` is transformers' own `eager_attention_forward`: the GPU runs the same operators.
+- ``oomless_flash_packed`` (spec ``flash_attention_2`` in a vision tower that packs images by
+  ``cu_seqlens``, Qwen2.5-VL) is the varlen kernel on the packed patches, no unpad/pad.
 
 Every micro-batch is assumed padded (GRPO pads prompts and completions), so the mask paths are
 taken; every position is counted as a real token (worst case: negligible padding).
@@ -47,6 +49,9 @@ from ..errors import InputError
 
 SDPA_NAME = "oomless_sdpa"
 FLASH_NAME = "oomless_varlen"
+PACKED_FLASH_NAME = "oomless_flash_packed"
+"""The vision tower's flash path (`flash_packed_attention`). The name contains "flash": transformers'
+`is_flash_attention_requested` tests exactly that, and only then passes ``cu_seqlens``."""
 MEM_EFFICIENT_MASK_ALIGNMENT = 16
 """`preprocess_mask`: the memory-efficient kernel needs the bias's last dim a multiple of 16."""
 TRANSFORMERS_SDPA_GQA_MAX_HEAD_DIM = 256
@@ -54,6 +59,10 @@ TRANSFORMERS_SDPA_GQA_MAX_HEAD_DIM = 256
 
 IMPLEMENTATIONS = {"sdpa": SDPA_NAME, "flash_attention_2": FLASH_NAME, "eager": "eager"}
 """Spec `attention` value → attention implementation the traced model is built with."""
+VISION_IMPLEMENTATIONS = {"sdpa": SDPA_NAME, "flash_attention_2": PACKED_FLASH_NAME, "eager": "eager"}
+"""The same for a vision tower that packs its images by ``cu_seqlens`` (Qwen2.5-VL): sdpa and
+eager run transformers' per-chunk loop (one call per window or image, no mask: on CUDA the
+flash kernel), flash_attention_2 one varlen call."""
 
 
 def repeat_kv(hidden: torch.Tensor, n_rep: int) -> torch.Tensor:
@@ -134,6 +143,29 @@ def flash_varlen_attention(
     return padded.view(b, s, *out.shape[1:]), None
 
 
+def flash_packed_attention(
+    module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+    attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+    is_causal: bool | None = None, cu_seq_lens_q: torch.Tensor | None = None, cu_seq_lens_k: torch.Tensor | None = None,
+    max_length_q: int | None = None, max_length_k: int | None = None, **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """transformers' flash-attention-2 path for packed sequences given by ``cu_seqlens`` (the
+    Qwen2.5-VL vision blocks): `_flash_attention_forward`'s varlen-kwargs branch reshapes
+    q, k, v [1, s, heads, d] to [s, heads, d] (views) and calls the varlen kernel, which
+    saves them with its output and an fp32 log-sum-exp [heads, s]; the output is viewed back.
+    Source: transformers 5.24 `modeling_flash_attention_utils._flash_attention_forward`
+    (``is_fa_with_varlen_kwargs``), `integrations/flash_attention.py`."""
+    if cu_seq_lens_q is None or cu_seq_lens_k is None or max_length_q is None or max_length_k is None:
+        raise InputError("attention", "the packed flash path needs cu_seqlens and max_seqlen")
+    b = query.shape[0]
+    q, k, v = (t.transpose(1, 2).reshape(-1, *t.shape[1:2], t.shape[-1]) for t in (query, key, value))
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    out = torch.ops.aten._flash_attention_forward(
+        q, k, v, cu_seq_lens_q, cu_seq_lens_k, max_length_q, max_length_k, dropout, causal, False, scale=scaling,
+    )[0]
+    return out.view(b, -1, *out.shape[-2:]), None
+
+
 def padding_mask_2d(attention_mask: torch.Tensor | None = None, kv_length: int = 0, **kwargs: Any) -> torch.Tensor | None:
     """Mask function for ``oomless_varlen``: transformers' `flash_attention_mask` keeps the 2-D
     padding mask when a batch is padded (its `.all()` test cannot run on fake tensors; every
@@ -142,11 +174,12 @@ def padding_mask_2d(attention_mask: torch.Tensor | None = None, kv_length: int =
 
 
 def register() -> None:
-    """Make the two implementations known to transformers (idempotent)."""
+    """Make the implementations known to transformers (idempotent)."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
     AttentionInterface.register(SDPA_NAME, sdpa_cuda_attention)
     AttentionInterface.register(FLASH_NAME, flash_varlen_attention)
+    AttentionInterface.register(PACKED_FLASH_NAME, flash_packed_attention)
     AttentionMaskInterface.register(SDPA_NAME, sdpa_mask)
     AttentionMaskInterface.register(FLASH_NAME, padding_mask_2d)

@@ -21,6 +21,7 @@ from ..spec.enums import Algorithm, Role, Strategy
 from ..spec.load import parse_spec
 from ..spec.run import RunSpec
 from .result import TraceScope, TraceSetup
+from .vision_plan import VisionPrediction, predict_vision, vision_setup_fields
 
 SHARDED_BY_STRATEGY = {
     Strategy.ddp: (),
@@ -49,6 +50,8 @@ phase's terms are compared, never the verdict."""
 class Prediction:
     components: dict[str, int]
     """The train phase's ACT and TEMP components of the plan, by name."""
+    vision: VisionPrediction | None = None
+    """The plan's vision-tower terms, when its prompts carry images."""
 
     @property
     def activation_bytes(self) -> int:
@@ -80,8 +83,9 @@ def spec_for_setup(setup: TraceSetup, chunk_rows: int = 2048) -> RunSpec:
 
 
 def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
-    """The step a spec describes, on one GPU: its micro-batches, lengths (text prompt only:
-    the vision tower is not traced), attention, checkpointing, logits mode and optimizer."""
+    """The step a spec describes, on one GPU: its micro-batches, lengths, images (when the
+    tower is traced: `vision_plan.vision_setup_fields`), attention, checkpointing, logits mode
+    and optimizer."""
     ft = spec.finetune
     return TraceSetup(
         model=spec.model, model_type=arch.text_model_type, algorithm=spec.algorithm.value, num_sequences=spec.batch.micro_batch_size,
@@ -91,6 +95,7 @@ def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
         precision=spec.precision.value, kl_beta=spec.kl_beta, finetune=ft.method.value, lora_rank=ft.lora_rank,
         lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout,
         lora_targets=ft.lora_targets if isinstance(ft.lora_targets, str) else tuple(ft.lora_targets),
+        **vision_setup_fields(spec, arch),
     )
 
 
@@ -109,7 +114,7 @@ def train_phase_prediction(plan: Plan) -> Prediction:
     group = next(g for g in plan.devices if g.role == "train")
     phase = next(p for p in group.phases if p.name == "train")
     comps = {c.name: c.num_bytes for c in phase.components if c.category in (Category.ACT, Category.TEMP)}
-    return Prediction(comps)
+    return Prediction(comps, predict_vision(plan))
 
 
 def predict(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None = None) -> Prediction:

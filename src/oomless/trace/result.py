@@ -90,6 +90,14 @@ class TraceSetup:
     lora_targets: tuple[str, ...] | str = "all-linear"
     algorithm: str = "grpo"
     """The spec's algorithm; the traced step is its policy update (`compare.ALGORITHM_STEPS`)."""
+    images_per_sequence: int = 0
+    """Images each sequence carries into the vision tower (`trace.vision_plan`); 0: text only."""
+    image_grid_thw: tuple[int, int, int] = (0, 0, 0)
+    """Each image's patch grid (temporal, height, width), the processor's ``image_grid_thw``."""
+    image_tokens_per_sequence: int = 0
+    """Language-model tokens the images of one sequence become (prompt positions)."""
+    vision_trains: bool = False
+    vision_checkpointing: bool = False
 
     @property
     def lora(self) -> dict[str, Any] | None:
@@ -100,7 +108,38 @@ class TraceSetup:
 
     @property
     def seq_len(self) -> int:
-        return self.prompt_len + self.completion_len
+        """Positions of one sequence: text prompt + image tokens + completion."""
+        return self.prompt_len + self.image_tokens_per_sequence + self.completion_len
+
+
+@dataclass(frozen=True)
+class VisionTrace:
+    """The vision tower's traced memory in the step (ACT + TEMP bytes; `trace.vision.measure`)."""
+
+    num_images: int
+    """Images of the training micro-batch."""
+    num_patches: int
+    """Patches per image."""
+    trains: bool
+    checkpointing: bool
+    held_bytes: int
+    """Made by the tower (and the join) and alive when the language model's training forward
+    returns: what the tower holds while the language model trains."""
+    forward_peak_bytes: int
+    """Largest total of the tower's own tensors alive during its training forward."""
+    logprob_forward_peak_bytes: int
+    """The same during the no-grad log-prob forward (log-prob micro-batch)."""
+    backward_peak_bytes: int
+    """Largest ACT + TEMP of the whole step while the tower backpropagates (0 when frozen)."""
+
+    @property
+    def charged_bytes(self) -> int:
+        """What the plan's train-phase term stands for: the larger of what the tower holds and
+        its forward peak."""
+        return max(self.held_bytes, self.forward_peak_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "charged_bytes": self.charged_bytes}
 
 
 @dataclass(frozen=True)
@@ -117,6 +156,8 @@ class TraceResult:
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     scope: TraceScope = field(default_factory=TraceScope)
+    vision: VisionTrace | None = None
+    """The vision tower's part, when the step's prompts carry images into a traced tower."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +167,7 @@ class TraceResult:
             "training_activation_peak": self.activation_peak.to_dict(),
             "regions": {name: p.to_dict() for name, p in self.region_peaks.items()},
             "saved_at_end_of_forward": dict(self.saved_at_end_of_forward),
+            "vision": self.vision.to_dict() if self.vision is not None else None,
             "versions": dict(self.versions),
             "seconds": round(self.seconds, 3),
         }

@@ -19,11 +19,17 @@ completion mask [b, c], fp32 advantages [b] and reference log-probs [b, c] (OTHE
 Known limitations: one process and one GPU (no ZeRO/FSDP sharding, no gathered parameters, no
 reduce buckets); one copy of the weights (a separate reference model of full fine-tuning is not
 built); LoRA is traced through PEFT, QLoRA is not (bitsandbytes' 4-bit kernels have no fake
-implementation); the vision tower of a VLM is not traced (text prompts only).
+implementation).
+
+Images: when the setup carries them (`TraceSetup.images_per_sequence`), each sequence's prompt
+holds their tokens and the vision tower runs inside both forwards, joined to the token
+embeddings as transformers joins it (`vision.ImageJoin`); its weights, gradients and optimizer
+states count like the language model's, and its own part is measured (`vision.measure`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from collections.abc import Callable
@@ -39,6 +45,7 @@ from .model import build_model
 from .optim import OptimizerStep
 from .result import TRAINING_REGIONS, PeakMoment, TraceResult, TraceSetup
 from .tracker import ACTIVATION_CATEGORIES, Moment, StorageTracker
+from .vision import ImageJoin, RealIndexOps, attach, build_tower, image_batch, measure, register_inputs
 
 CLIP_EPSILON = 0.2
 """TRL `epsilon` (and `epsilon_high` default): the PPO clip range."""
@@ -114,6 +121,12 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
     precision, mode = Precision(setup.precision), LogitsMode(setup.logits)
     fake = FakeTensorMode()
     model = build_model(config, setup.attention, setup.checkpointing, DTYPES[precision], fake, setup.lora)
+    join: ImageJoin | None = None
+    if setup.images_per_sequence:
+        tower = build_tower(config, setup, DTYPES[precision], fake)
+        images = {"train": image_batch(tower, setup, setup.num_sequences, fake),
+                  "logprob": image_batch(tower, setup, setup.logprob_sequences, fake)}
+        join = ImageJoin(tower, _image_token_id(config))
     with fake:
         vocab = model.config.get_text_config().vocab_size
         train = _batch(setup.num_sequences, setup.seq_len, setup.completion_len, vocab)
@@ -123,7 +136,14 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
         tracker.register_model(model)
         for t in (*train.values(), *probe.values()):
             tracker.register(t, Category.OTHER, "inputs")
-        opt = OptimizerStep(model, Optimizer(setup.optimizer), precision, tracker)
+        trained: torch.nn.Module = model
+        if join is not None:
+            join.tracker = tracker
+            tracker.register_model(join)
+            register_inputs(tracker, *images.values())
+            handle = attach(model, join)
+            trained = torch.nn.ModuleList([model, join])
+        opt = OptimizerStep(trained, Optimizer(setup.optimizer), precision, tracker)
         opt.setup()
         end_of_forward: dict[str, int] = {}
 
@@ -132,11 +152,15 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             end_of_forward.update(tracker.by_module_at(tracker.clock, ACTIVATION_CATEGORIES))
             tracker.set_region("loss")
 
-        with tracker:
+        with tracker, (RealIndexOps() if join is not None else contextlib.nullcontext()):
             tracker.set_region("logprob")
+            if join is not None:
+                join.batch = images["logprob"]
             with torch.no_grad():
                 per_token_logps(model, probe["input_ids"], probe["attention_mask"], setup.completion_len, mode, chunk_rows)
             tracker.set_region("forward")
+            if join is not None:
+                join.batch = images["train"]
             hook = forward_end(model, mode).register_forward_hook(forward_done)
             logps = per_token_logps(model, train["input_ids"], train["attention_mask"], setup.completion_len, mode, chunk_rows)
             hook.remove()
@@ -148,6 +172,8 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             tracker.set_region("optimizer")
             opt.step()
             tracker.set_region("done")
+        if join is not None:
+            handle.remove()
     if inspect is not None:
         inspect(tracker)
     peaks = tracker.peaks()
@@ -162,4 +188,13 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
         saved_at_end_of_forward=end_of_forward,
         versions={"torch": torch.__version__, "transformers": transformers.__version__},
         seconds=time.perf_counter() - started,
+        vision=measure(tracker, setup) if join is not None else None,
     )
+
+
+def _image_token_id(config: dict[str, Any]) -> int:
+    """The placeholder token of an image in the prompt (config.json ``image_token_id``)."""
+    for source in (config, config.get("text_config") or {}):
+        if isinstance(source.get("image_token_id"), int):
+            return source["image_token_id"]
+    raise InputError("model", "config.json has no image_token_id; cannot place the image tokens")

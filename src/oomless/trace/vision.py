@@ -1,0 +1,229 @@
+"""A vision-language model's vision tower on fake tensors, joined to the traced language model
+the way transformers joins them.
+
+The tower is transformers' own class built from config.json's ``vision_config`` on the meta
+device in the model dtype (Qwen2.5-VL: `Qwen2_5_VisionTransformerPretrainedModel`, window
+attention except the `fullatt_block_indexes` blocks, 2×2 PatchMerger), put in training mode,
+frozen (tower and merger: ms-swift `freeze_vit`, VLM-R1 `freeze_vision_modules`) unless it
+trains, its blocks checkpointed as HF Trainer/TRL enable it
+(`gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`), then
+made fake like the language model (`model.to_fake`).
+
+`ImageJoin` does what `Qwen2_5_VLModel.forward` does between the token embedding and the
+decoder (transformers 5.24 `models/qwen2_5_vl/modeling_qwen2_5_vl.py`): `get_image_features`
+(pixel values cast to the tower's dtype, the tower, its merged output split per image),
+`torch.cat` of the per-image embeddings, the placeholder mask ``input_ids == image_token_id``
+and ``inputs_embeds.masked_scatter(mask, image_embeds)``. It runs as a forward hook on the
+language model's input embedding, so the log-prob forward runs the tower without gradients
+and the training forward with them, and backward flows from the decoder into the tower.
+
+The tower's index tensors (rotary position ids, window order, ``cu_seqlens`` of windows and
+images) depend on ``image_grid_thw``'s values; they are computed by transformers' own
+`vision_utils` functions on real tensors and handed to the tower as the precomputed keyword
+arguments it accepts (transformers 5.24 `get_vision_*`: "precomputed before tracing").
+``cu_seqlens`` stay real tensors outside the flash path: transformers' per-chunk loop takes
+``lengths.tolist()`` of them, which `RealIndexOps` computes for real.
+
+Known limitations: the placeholder-count check of `get_placeholder_mask` (data-dependent) is
+skipped; the index tensors are counted as inputs (OTHER), a few bytes per patch; images, not
+video; transformers 4.49-4.53's dense vision mask (`vision.dense_attention_mask`) is not traced
+(5.24 attends per chunk).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._mode_utils import no_dispatch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from ..errors import InputError
+from ..memory.components import Category
+from .attention import VISION_IMPLEMENTATIONS, register
+from .model import _strip_annotations, to_fake
+from .result import TraceSetup, VisionTrace
+from .tracker import ACTIVATION_CATEGORIES, StorageTracker, mark_checkpointed_layers
+
+TOWER_CLASSES = {
+    "qwen2_5_vl": ("transformers.models.qwen2_5_vl.configuration_qwen2_5_vl", "Qwen2_5_VLVisionConfig",
+                   "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", "Qwen2_5_VisionTransformerPretrainedModel"),
+}
+"""Top-level model_type → (config module, config class, model module, tower class)."""
+JOIN_NAME = "ImageJoin"
+TOWER_NAME = "visual"
+"""The tower's module name, as in `Qwen2_5_VLModel.visual`."""
+START, END, BACKWARD_START, BACKWARD_END = "vision_start", "vision_end", "vision_backward_start", "vision_backward_end"
+
+
+class RealIndexOps(TorchDispatchMode):
+    """Operators whose every tensor input is a real (not fake) tensor run for real, outside the
+    fake mode and the tracker: the tower's ``cu_seqlens`` arithmetic (a few int32 values per
+    window), whose values transformers turns into Python ints."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        flat, _ = tree_flatten((args, kwargs or {}))
+        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        if tensors and not any(isinstance(t, FakeTensor) for t in tensors):
+            with no_dispatch():
+                return func(*args, **(kwargs or {}))
+        return func(*args, **(kwargs or {}))
+
+
+def _import(module: str, name: str) -> Any:
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def build_tower(config: dict[str, Any], setup: TraceSetup, dtype: torch.dtype, mode: Any) -> torch.nn.Module:
+    """The tower of ``config`` on fake CPU tensors of ``mode``, frozen or trained and
+    checkpointed as ``setup`` says."""
+    model_type = config.get("model_type", "")
+    if model_type not in TOWER_CLASSES or not isinstance(config.get("vision_config"), dict):
+        raise InputError("model", f"the vision tower of model_type {model_type!r} is not traced; traced: "
+                         f"{', '.join(TOWER_CLASSES)}")
+    config_module, config_class, model_module, model_class = TOWER_CLASSES[model_type]
+    register()
+    vision_config = _import(config_module, config_class)(**_strip_annotations(config["vision_config"]))
+    implementation = VISION_IMPLEMENTATIONS[setup.attention]
+    with torch.device("meta"):
+        tower = _import(model_module, model_class)._from_config(vision_config, dtype=dtype)
+        tower.config._attn_implementation = implementation
+        tower.train()
+        tower.requires_grad_(setup.vision_trains)
+        if setup.vision_checkpointing:
+            tower.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            mark_checkpointed_layers(tower)
+    to_fake(tower, mode)
+    return tower
+
+
+@dataclass
+class ImageBatch:
+    """One micro-batch's images: fp32 pixel values as the processor returns them, the grid,
+    and the tower's precomputed index tensors (fake, or real where transformers reads values)."""
+
+    pixel_values: torch.Tensor
+    grid_thw: torch.Tensor
+    precomputed: dict[str, Any]
+
+    def inputs(self) -> list[torch.Tensor]:
+        return [self.pixel_values, *(t for t in self.precomputed.values() if isinstance(t, torch.Tensor))]
+
+
+def image_batch(tower: torch.nn.Module, setup: TraceSetup, num_sequences: int, mode: Any) -> ImageBatch:
+    """``num_sequences`` × ``images_per_sequence`` images of ``setup.image_grid_thw``; call
+    outside the fake mode (the index tensors are computed for real, then made fake)."""
+    from transformers.vision_utils import get_vision_attention_seqlens, get_vision_position_ids, get_vision_window_index
+
+    cfg = tower.config
+    grid = torch.tensor([setup.image_grid_thw] * (num_sequences * setup.images_per_sequence), dtype=torch.long)
+    cu_seqlens, max_seqlen = get_vision_attention_seqlens(grid, cfg)
+    window_index, cu_window_seqlens = get_vision_window_index(grid, cfg.spatial_merge_size, cfg.window_size, cfg.patch_size)
+    cu_window_seqlens = cu_window_seqlens.to(torch.int32)
+    lengths = [int((c[1:] - c[:-1]).max()) for c in (cu_seqlens, cu_window_seqlens)]
+    flash = "flash" in cfg._attn_implementation
+    as_fake = mode.from_tensor
+    index = {"cu_seqlens": cu_seqlens, "cu_window_seqlens": cu_window_seqlens}
+    precomputed: dict[str, Any] = {
+        "position_ids": as_fake(get_vision_position_ids(grid, cfg.spatial_merge_size)),
+        "window_index": as_fake(window_index),
+        **{k: as_fake(v) if flash else v for k, v in index.items()},
+        "max_seqlen": lengths[0], "max_window_seqlen": lengths[1],
+    }
+    num_patches = int(grid.prod(-1).sum())
+    width = cfg.in_channels * cfg.temporal_patch_size * cfg.patch_size ** 2
+    with mode:
+        pixel_values = torch.empty(num_patches, width, dtype=torch.float32)
+    return ImageBatch(pixel_values, grid, precomputed)
+
+
+class ImageJoin(torch.nn.Module):
+    """The tower's image embeddings scattered into the token embeddings (see the module doc)."""
+
+    def __init__(self, tower: torch.nn.Module, image_token_id: int) -> None:
+        super().__init__()
+        self.visual = tower
+        self.image_token_id = image_token_id
+        self.batch: ImageBatch | None = None
+        self.tracker: StorageTracker | None = None
+
+    def forward(self, inputs_embeds: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        assert self.batch is not None and self.tracker is not None
+        batch, tracker = self.batch, self.tracker
+        tracker.mark(f"{START}:{tracker.region}")
+        merge = self.visual.spatial_merge_size ** 2
+        pixel_values = batch.pixel_values.type(self.visual.dtype)
+        out = self.visual(pixel_values, grid_thw=batch.grid_thw, **batch.precomputed)
+        sizes = [int(t * h * w) // merge for t, h, w in batch.grid_thw.tolist()]
+        image_embeds = torch.cat(torch.split(out.pooler_output, sizes), dim=0).to(inputs_embeds.device, inputs_embeds.dtype)
+        del out, pixel_values
+        if image_embeds.requires_grad:
+            image_embeds.register_hook(lambda grad: tracker.mark(BACKWARD_START))
+        mask = (input_ids == self.image_token_id).unsqueeze(-1)
+        joined = inputs_embeds.masked_scatter(mask, image_embeds)
+        tracker.mark(f"{END}:{tracker.region}")
+        return joined
+
+
+def attach(model: torch.nn.Module, join: ImageJoin) -> Any:
+    """Run ``join`` on the output of ``model``'s input embedding; returns the hook handle. The
+    tower's first weight gets the last gradient of its backward: it marks the end."""
+    tracker = join.tracker
+    assert tracker is not None
+    first = next(join.visual.parameters())
+    if first.requires_grad:
+        first.register_post_accumulate_grad_hook(lambda p: tracker.mark(BACKWARD_END))
+    return model.get_input_embeddings().register_forward_hook(lambda module, args, out: join(out, args[0]))
+
+
+def _is_vision(module: str) -> bool:
+    return module == JOIN_NAME or module == TOWER_NAME or module.startswith(TOWER_NAME + ".")
+
+
+def _replay_peak(tracker: StorageTracker, start: int, end: int, only_vision: bool) -> int:
+    """Largest ACT + TEMP alive at a birth in [start, end]: of storages the tower's modules made
+    (``only_vision``), or of the whole step."""
+    live = best = 0
+    for clock, sign, r in tracker.timeline():
+        if clock > end:
+            break
+        if r.category not in ACTIVATION_CATEGORIES or (only_vision and not _is_vision(r.module)):
+            continue
+        live += sign * r.num_bytes
+        if sign > 0 and clock >= start:
+            best = max(best, live)
+    return best
+
+
+def measure(tracker: StorageTracker, setup: TraceSetup) -> VisionTrace:
+    """The tower's traced memory, from the marks `ImageJoin` and `attach` left."""
+    marks = tracker.marks
+
+    def forward_peak(region: str) -> int:
+        start, end = marks.get(f"{START}:{region}"), marks.get(f"{END}:{region}")
+        return _replay_peak(tracker, start, end, only_vision=True) if start is not None and end is not None else 0
+
+    held = sum(b for m, b in tracker.by_module_at(marks["end_of_forward"]).items() if _is_vision(m))
+    backward = 0
+    if BACKWARD_START in marks:
+        backward = _replay_peak(tracker, marks[BACKWARD_START], marks.get(BACKWARD_END, tracker.clock), only_vision=False)
+    t, h, w = setup.image_grid_thw
+    return VisionTrace(
+        num_images=setup.num_sequences * setup.images_per_sequence, num_patches=t * h * w,
+        trains=setup.vision_trains, checkpointing=setup.vision_checkpointing,
+        held_bytes=held, forward_peak_bytes=forward_peak("forward"), logprob_forward_peak_bytes=forward_peak("logprob"),
+        backward_peak_bytes=backward,
+    )
+
+
+def register_inputs(tracker: StorageTracker, *batches: ImageBatch) -> None:
+    for batch in batches:
+        for t in batch.inputs():
+            if isinstance(t, torch.Tensor) and type(t) is not torch.Tensor:  # fake: counted; real index tensors are not
+                tracker.register(t, Category.OTHER, "image_inputs")
