@@ -66,6 +66,27 @@ def test_host_kinds_compare_host_ram() -> None:
     assert unknown is not None and unknown.predicted_fits is None and "host_ram_gib" in unknown.verdict
 
 
+def test_host_kill_explained_by_growth_over_the_steps() -> None:
+    """A plan whose phases fit but whose host RAM crosses the limit at some step (vLLM 0.7.x's
+    n > 1 leak over the run) explains a Ray kill: consistent, no missing gap handed to fit."""
+    from tests.planner.test_seeds_and_phases import plan_file
+
+    leaking = plan_file("s2-before.yaml")
+    assert leaking.timeline.crossing_step is not None
+    r = reconcile(_diagnosis("40-"), leaking)
+    assert r is not None and r.verdict.startswith("Consistent") and f"step ~{leaking.timeline.crossing_step}" in r.verdict
+    assert r.phase == "steps" and r.predicted_fits is False and r.gap_bytes == 0
+    assert "vLLM 0.7.3" in r.verdict
+    still = reconcile(_diagnosis("40-"), plan_of_file_with_no_leak())
+    assert still is not None and not still.verdict.startswith("Consistent") and still.gap_bytes > 0
+
+
+def plan_of_file_with_no_leak():
+    from tests.planner.test_seeds_and_phases import plan_of_file_with
+
+    return plan_of_file_with("s2-before.yaml", **{"rollout.vllm_version": None})
+
+
 def _spec(**overrides: Any):
     return resolve(parse_spec(merged(A100, **overrides))).spec
 

@@ -167,6 +167,17 @@ def _host(f: Finding, diagnosis: Diagnosis, plan: Plan) -> Reconciliation:
     notes = []
     if total is not None and plan.host.capacity_bytes is not None and abs(total - plan.host.capacity_bytes) > CAPACITY_TOLERANCE * plan.host.capacity_bytes:
         notes.append(f"the log's node has {_b(total)} of RAM, the spec says {_b(plan.host.capacity_bytes)}")
+    timeline = plan.timeline
+    top = tuple(sorted(((c.name, c.num_bytes) for c in phase.components), key=lambda x: -x[1])[:3])
+    if limit is not None and fits and timeline is not None and timeline.crossing_step is not None:
+        step = timeline.crossing_step
+        at = timeline.host_bytes_at(step)
+        verdict = (f"Consistent: the plan's phases fit ({_b(phase.peak_bytes)} per node in {phase.name}), but host RAM grows "
+                   f"over the steps and crosses the {_b(limit)} limit at step ~{step} ({_b(at)}): {timeline.terms()}; the log "
+                   f"shows {_b(used)} in use.")
+        return Reconciliation("host", "node", "steps", at, limit, False, total, used, demand,
+                              ((timeline.growth[0].name, timeline.growth_bytes_per_step),) if timeline.growth else top,
+                              verdict, tuple(notes))
     if limit is None:
         verdict = f"The plan predicts {_b(phase.peak_bytes)} of host RAM per node ({phase.name}); give hardware.host_ram_gib to judge it."
     elif not fits:
@@ -174,5 +185,4 @@ def _host(f: Finding, diagnosis: Diagnosis, plan: Plan) -> Reconciliation:
     else:
         verdict = (f"The plan predicts {_b(phase.peak_bytes)} of host RAM per node in {phase.name}, within {_b(limit)}; the log "
                    f"shows {_b(used)} in use: the plan misses host memory (dataloaders, caches, leaks) the model does not count.")
-    top = tuple(sorted(((c.name, c.num_bytes) for c in phase.components), key=lambda x: -x[1])[:3])
     return Reconciliation("host", "node", phase.name, phase.peak_bytes, limit, fits, total, used, demand, top, verdict, tuple(notes))

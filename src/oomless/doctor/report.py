@@ -45,7 +45,7 @@ def render_checked(fixes: tuple[Fix, ...], checked: tuple[CheckedFix, ...], gap_
     weak = []
     for c in checked:
         note = "" if c.fix.keeps_maths else "  (changes the training maths)"
-        numbers = f"predicted GPU peak {format_bytes(c.peak_bytes)} of {format_bytes(c.capacity_bytes)}, {_room(c.free_bytes)}"
+        numbers = f"predicted GPU peak {format_bytes(c.peak_bytes)} of {format_bytes(c.capacity_bytes)}; {_room(c.free_bytes)} on the tightest constraint"
         if c.lowers:
             numbers += "; lowers " + ", ".join(c.lowers) + " with the gap covered on top of the margin"
         if not c.fits:
