@@ -34,6 +34,16 @@ def test_exit_codes(runner: CliRunner, write_spec: Callable[..., Path]) -> None:
     assert runner.invoke(app, ["fit", "no-such-spec.yaml"]).exit_code == EXIT_BAD_INPUT
 
 
+def test_nothing_fits_because_of_growth_says_so(runner: CliRunner) -> None:
+    """S2 on vLLM 0.7.3: every phase fits, the leak crosses Ray's threshold within the run; no
+    knob removes a leak, and fit names it with its remedy rather than only suggesting knobs."""
+    seed = Path(__file__).resolve().parents[2] / "examples" / "seeds" / "s2-after.yaml"
+    done = runner.invoke(app, ["fit", str(seed), "--top", "0"], terminal_width=400)
+    assert done.exit_code == EXIT_DOES_NOT_FIT, done.output
+    assert "NOTHING FITS" in done.stdout and "growth over the run's steps" in done.stdout
+    assert "vLLM 0.7.3 V0 engine" in done.stdout and "vLLM >= 0.8.0" in done.stdout
+
+
 def test_installed_script_exit_code_and_one_line_errors() -> None:
     done = run_oomless("fit", str(S1_BEFORE), "--allow", "everything")
     assert done.returncode == EXIT_BAD_INPUT

@@ -47,6 +47,10 @@ def render_fit(result: FitResult, margin: str, console: Console | None = None,
         out.print(f"[bold red]NOTHING FITS[/] with a {margin} margin among the searched memory knobs"
                   + (f" and the allowed changes ({', '.join(sorted(result.allowed))})" if result.allowed else "")
                   + ". Try --allow lengths/lora_rank/num_generations/max_pixels/beta, more or larger GPUs.")
+        timeline = inp.timeline
+        if inp.binding.kind == "host_steps" and timeline is not None and timeline.growth:
+            out.print(f"  What breaks is growth over the run's steps (host RAM crosses its limit at step ~{timeline.crossing_step}), "
+                      f"which no memory knob removes: {escape(timeline.terms())}.")
     else:
         out.print(f"[bold green]FOUND[/] — fastest configuration that fits with a {margin} margin: "
                   f"predicted {_seconds(best.estimate.total_s)} per optimizer step, "
