@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from oomless.adapters import HardwareFlags
@@ -36,3 +37,30 @@ def test_hf_to_colocated_trl_engine_reads_back_with_trls_sizes(tmp_path: Path, m
     steps = batch.steps_per_generation or batch.gradient_accumulation_steps
     assert ro.max_num_seqs == batch.micro_batch_size * ro.tensor_parallel_size * steps
     assert document["best"]["spec"]["rollout"].get("max_num_seqs") is None  # fit left it to the default
+
+
+LAUNCHES = [
+    ("open-r1/HEAD", "README.md.L313-315.sh"),  # 7 processes beside a `trl vllm-serve` GPU (answer had moved vLLM)
+    ("open-r1/571661a", "README.md.L119-119.sh"),  # ZeRO-3 from the accelerate config (answer had ZeRO-1)
+]
+
+
+@pytest.mark.parametrize(("root", "source"), LAUNCHES, ids=[s for _, s in LAUNCHES])
+def test_trl_patch_keeps_the_launchers_processes_and_zero_setup(tmp_path: Path, monkeypatch, root: str, source: str) -> None:
+    """TRL's training processes, vLLM server GPUs and ZeRO/FSDP setup are the launcher's, not
+    GRPOConfig keys: fit --from trl offers only answers that keep them, so the copy reads back as
+    the answer (before: a different process count or ZeRO stage was wanted and named unsayable,
+    and the copy ran another global batch)."""
+    monkeypatch.chdir(CORPUS / root)
+    flags = HardwareFlags(gpu="H100-80GB", gpus_per_node=8)
+    before, _ = load_native(Path(source), "trl", flags)
+    result = CliRunner().invoke(app, ["fit", "--from", "trl", source, "--gpu", "H100-80GB", "--gpus-per-node", "8",
+                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    native = json.loads(result.stdout)["native"]
+    assert native["changes"] and native["cannot_express"] is None, native["cannot_express"]
+    back, _ = load_native(tmp_path / source, "trl", flags)
+    assert back.spec.distribution == before.spec.distribution
+    assert back.spec.rollout.num_gpus == before.spec.rollout.num_gpus
+    b0, b1 = before.spec.batch, back.spec.batch
+    assert b0.micro_batch_size * b0.gradient_accumulation_steps == b1.micro_batch_size * b1.gradient_accumulation_steps

@@ -191,7 +191,7 @@ def sayable(framework: str, path: Path, text: str, old_spec: Any) -> Callable[[A
 
     def check(spec: Any) -> bool:
         try:
-            _, found = settings(module, spec, dialect)
+            _, found = settings(module, spec, dialect, fallback=old_spec)
         except InputError:
             return False
         return all(field in known for field, _ in found)

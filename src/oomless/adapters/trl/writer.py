@@ -14,7 +14,7 @@ import yaml
 from ...catalog.resolve import load_model
 from ...errors import InputError
 from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
-from ..common import version_text
+from ..common import cannot_express, fallback_spec, version_text
 from ..round_trip import first_difference, same_spec_dict, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
@@ -69,7 +69,33 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[st
     """GRPOConfig / ModelConfig key → value: what `render` writes into grpo_config.yaml, and what
     `fit --from trl --write` patches into the user's YAML or launch flags (one mapping for both).
     A key left out takes TRL's default."""
+    _same_launch(spec)
     return {**_model(spec), **_training(spec), **_rollout(spec)}
+
+
+def _train_gpus_per_node(spec: RunSpec) -> int:
+    separate = spec.rollout.engine == RolloutEngine.vllm_separate
+    return spec.hardware.gpus_per_node - (spec.rollout.num_gpus if separate else 0)
+
+
+def _same_launch(spec: RunSpec) -> None:
+    """A patch keeps the file's launcher: the training processes (`accelerate launch
+    --num_processes`, CUDA_VISIBLE_DEVICES, an accelerate config; a bare config: one per GPU),
+    the vLLM server's GPUs (`trl vllm-serve`) and the ZeRO/FSDP setup (the accelerate config
+    and its DeepSpeed file) are none of them GRPOConfig keys. Only where a writer patches a
+    file (`common.fallback_spec`: the run before the change)."""
+    old = fallback_spec()
+    if old is None:
+        return
+    if _train_gpus_per_node(spec) != _train_gpus_per_node(old):
+        separate = RolloutEngine.vllm_separate in (spec.rollout.engine, old.rollout.engine)
+        cannot_express("rollout.num_gpus" if separate else "hardware.gpus_per_node",
+                       f"{_train_gpus_per_node(spec)} training processes per node cannot be patched into a TRL config: "
+                       f"the launcher sets them (the file runs {_train_gpus_per_node(old)})")
+    for name, value in spec.distribution:
+        if value != getattr(old.distribution, name):
+            cannot_express(f"distribution.{name}", f"{value!r} cannot be patched into a TRL config: the accelerate "
+                           f"config of the launch sets it (the file gives {getattr(old.distribution, name)!r})")
 
 
 def render_files(spec: RunSpec) -> dict[str, str]:
