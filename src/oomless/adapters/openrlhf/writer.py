@@ -151,9 +151,24 @@ def _training_flags(spec: Any, algorithm: str) -> dict[str, Any]:
     c["freeze_visual"] = spec.vision.freeze_tower
     c["packing"] = b.padding_free
     if b.max_tokens_per_gpu is not None:
+        _budget_micro_batches(spec, c["max_len"])
         c.update(dynamic_batch=True, train_max_tokens=b.max_tokens_per_gpu)
         if b.logprob_max_tokens_per_gpu is not None:
             c["rollout_max_tokens"] = b.logprob_max_tokens_per_gpu
     if spec.distribution.sequence_parallel_size > 1:
         c["ring_attn"] = spec.distribution.sequence_parallel_size
     return c
+
+
+def _budget_micro_batches(spec: Any, sequence: int) -> None:
+    """Under `--train.dynamic_batch_enable` the reader takes the micro-batch as the sequences of
+    full length the token budget holds (`reader._dynamic_batch`): a patch whose micro-batch is
+    not that reads back as another run. Only where a writer patches a file (`C.fallback_spec`);
+    an export states both and is read back whole."""
+    b = spec.batch
+    held = max(1, b.max_tokens_per_gpu // sequence)
+    if C.fallback_spec() is not None and b.micro_batch_size != held:
+        C.cannot_express("batch.micro_batch_size", f"{b.micro_batch_size} with a token budget of {b.max_tokens_per_gpu}: "
+                         f"OpenRLHF's dynamic batch holds {held} sequence(s) of {sequence} tokens per micro-batch")
+        C.cannot_express("batch.max_tokens_per_gpu", f"{b.max_tokens_per_gpu} with micro-batch {b.micro_batch_size}: "
+                         f"the budget sets the micro-batch under --train.dynamic_batch_enable")
