@@ -62,7 +62,7 @@ def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, A
         if isinstance(ft.lora_targets, list):
             flags["lora_target_modules"] = ",".join(ft.lora_targets)
     if strategy != "ddp":
-        flags["deepspeed"] = f"{strategy}.json"
+        flags["deepspeed"] = _deepspeed_name(strategy, dist)
     return {f"--{k}": v for k, v in flags.items()}
 
 
@@ -79,6 +79,14 @@ def render_files(spec: Any) -> dict[str, str]:
               + 'cd "$(dirname "$0")"\n'
               + " \\\n    ".join([f"torchrun --nproc_per_node={hw.gpus_per_node} --nnodes={hw.num_nodes} src/open_r1/grpo_jsonl.py", *lines]) + "\n")
     return {MAIN_FILE: script, **files}
+
+
+def _deepspeed_name(strategy: str, dist: Any) -> str:
+    """`zero3.json`, with what it offloads in the name (`zero3_offload_optimizer.json`): a patch
+    that changes an offload then names another file, and writes it beside the script (with one
+    name for both, the user's `--deepspeed` was left as it was and the offload unsaid)."""
+    offloads = ["optimizer"] * bool(dist.offload_optimizer) + ["param"] * bool(strategy == "zero3" and dist.offload_params)
+    return "_".join([strategy, *(f"offload_{o}" for o in offloads)]) + ".json"
 
 
 def _deepspeed_json(strategy: str, dist: Any) -> dict[str, Any]:
