@@ -262,9 +262,13 @@ def summary(rows: list[Row]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="scan only ids starting with this (results are then not written)")
+    parser.add_argument("--gpu", default=None, help="plan every file on this GPU instead (results are then not written)")
     options = parser.parse_args(argv)
     signal.signal(signal.SIGALRM, _on_alarm)
     cases = [c for c in corpus_cases() + seed_cases() if c.id.startswith(options.only)]
+    if options.gpu:
+        for c in cases:
+            c.hardware[c.hardware.index("--gpu") + 1] = options.gpu
     start = time.perf_counter()
     rows = []
     with tempfile.TemporaryDirectory(prefix="oomless-writeback-") as tmp:
@@ -279,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = summary(rows)
     print(json.dumps(counts))
     print(f"{seconds:.0f} s")
-    if options.only:
+    if options.only or options.gpu:
         return 0
     RESULTS.write_text(json.dumps({"generated_by": COMMAND, "tolerance": TOLERANCE, "timeout_s": TIMEOUT_S,
                                    "seconds": round(seconds), "summary": counts,
