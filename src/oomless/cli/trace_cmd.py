@@ -202,7 +202,7 @@ def _render_vision(result: TraceResult, prediction: Prediction) -> None:
         ("held while the LM trains", v.held_bytes, p.saved_bytes, "saved + merger"),
         ("training forward peak", v.forward_peak_bytes, p.forward_peak_bytes, "no-grad forward peak"),
         ("log-prob forward peak", v.logprob_forward_peak_bytes, p.logprob_bytes, "log-prob phase vision.activations"),
-        ("backward peak (whole step)", v.backward_peak_bytes, p.backward_transient_bytes, "backward transient, in no phase"),
+        ("backward peak", v.backward_peak_bytes, p.saved_bytes + p.backward_transient_bytes, "saved + backward transient"),
     ]
     for label, traced, planned, what in rows:
         diff = f"{100 * relative_difference(planned, traced):+.2f} %" if traced else "-"

@@ -130,7 +130,8 @@ class VisionTrace:
     logprob_forward_peak_bytes: int
     """The same during the no-grad log-prob forward (log-prob micro-batch)."""
     backward_peak_bytes: int
-    """Largest ACT + TEMP of the whole step while the tower backpropagates (0 when frozen)."""
+    """Largest total, while the tower backpropagates, of what the tower made (its held tensors and
+    recomputed blocks) and what its backward makes (0 when frozen)."""
 
     @property
     def charged_bytes(self) -> int:

@@ -9,6 +9,15 @@ trains, its blocks checkpointed as HF Trainer/TRL enable it
 (`gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`), then
 made fake like the language model (`model.to_fake`).
 
+Gradient checkpointing makes a frozen tower's output require gradients in transformers >= 5.0:
+`_activation_checkpointing_enable` calls `enable_input_require_grads()` whenever the model's
+``main_input_name`` is ``input_ids`` (the VLM's, and the tower's own default), and that hooks
+the input embeddings of every sub-model, the tower's `patch_embed` included (transformers 5.0.0
+and 5.24 `modeling_utils.py`). The frozen tower then keeps its checkpointed block inputs and the
+merger's activations, and backward runs through it. transformers 4.51.3 and 4.57.1 call it only
+with PEFT loaded, on the language model's embedding alone. The trace follows the installed
+version: the hook is on whenever either the language model or the tower is checkpointed.
+
 `ImageJoin` does what `Qwen2_5_VLModel.forward` does between the token embedding and the
 decoder (transformers 5.24 `models/qwen2_5_vl/modeling_qwen2_5_vl.py`): `get_image_features`
 (pixel values cast to the tower's dtype, the tower, its merged output split per image),
@@ -99,6 +108,8 @@ def build_tower(config: dict[str, Any], setup: TraceSetup, dtype: torch.dtype, m
         if setup.vision_checkpointing:
             tower.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             mark_checkpointed_layers(tower)
+        elif setup.checkpointing:
+            tower.enable_input_require_grads()
     to_fake(tower, mode)
     return tower
 
@@ -153,7 +164,9 @@ class ImageJoin(torch.nn.Module):
         self.batch: ImageBatch | None = None
         self.tracker: StorageTracker | None = None
 
-    def forward(self, inputs_embeds: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
+        """The image embeddings of the current batch, in the language model's dtype
+        (`get_image_features` and the `torch.cat` of `Qwen2_5_VLModel.forward`)."""
         assert self.batch is not None and self.tracker is not None
         batch, tracker = self.batch, self.tracker
         tracker.mark(f"{START}:{tracker.region}")
@@ -165,10 +178,15 @@ class ImageJoin(torch.nn.Module):
         del out, pixel_values
         if image_embeds.requires_grad:
             image_embeds.register_hook(lambda grad: tracker.mark(BACKWARD_START))
-        mask = (input_ids == self.image_token_id).unsqueeze(-1)
-        joined = inputs_embeds.masked_scatter(mask, image_embeds)
         tracker.mark(f"{END}:{tracker.region}")
-        return joined
+        return image_embeds
+
+    def scatter(self, inputs_embeds: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+        """`get_placeholder_mask` and ``masked_scatter``: the language model's input (its bytes
+        are the language model's, made outside the join's modules)."""
+        image_embeds = self(inputs_embeds)
+        mask = (input_ids == self.image_token_id).unsqueeze(-1)
+        return inputs_embeds.masked_scatter(mask, image_embeds)
 
 
 def attach(model: torch.nn.Module, join: ImageJoin) -> Any:
@@ -179,21 +197,20 @@ def attach(model: torch.nn.Module, join: ImageJoin) -> Any:
     first = next(join.visual.parameters())
     if first.requires_grad:
         first.register_post_accumulate_grad_hook(lambda p: tracker.mark(BACKWARD_END))
-    return model.get_input_embeddings().register_forward_hook(lambda module, args, out: join(out, args[0]))
+    return model.get_input_embeddings().register_forward_hook(lambda module, args, out: join.scatter(out, args[0]))
 
 
 def _is_vision(module: str) -> bool:
     return module == JOIN_NAME or module == TOWER_NAME or module.startswith(TOWER_NAME + ".")
 
 
-def _replay_peak(tracker: StorageTracker, start: int, end: int, only_vision: bool) -> int:
-    """Largest ACT + TEMP alive at a birth in [start, end]: of storages the tower's modules made
-    (``only_vision``), or of the whole step."""
+def _replay_peak(tracker: StorageTracker, start: int, end: int, counts: Any) -> int:
+    """Largest ACT + TEMP alive at a birth in [start, end] among the records ``counts`` accepts."""
     live = best = 0
     for clock, sign, r in tracker.timeline():
         if clock > end:
             break
-        if r.category not in ACTIVATION_CATEGORIES or (only_vision and not _is_vision(r.module)):
+        if r.category not in ACTIVATION_CATEGORIES or not counts(r):
             continue
         live += sign * r.num_bytes
         if sign > 0 and clock >= start:
@@ -207,12 +224,16 @@ def measure(tracker: StorageTracker, setup: TraceSetup) -> VisionTrace:
 
     def forward_peak(region: str) -> int:
         start, end = marks.get(f"{START}:{region}"), marks.get(f"{END}:{region}")
-        return _replay_peak(tracker, start, end, only_vision=True) if start is not None and end is not None else 0
+        if start is None or end is None:
+            return 0
+        return _replay_peak(tracker, start, end, lambda r: _is_vision(r.module))
 
     held = sum(b for m, b in tracker.by_module_at(marks["end_of_forward"]).items() if _is_vision(m))
     backward = 0
-    if BACKWARD_START in marks:
-        backward = _replay_peak(tracker, marks[BACKWARD_START], marks.get(BACKWARD_END, tracker.clock), only_vision=False)
+    if BACKWARD_START in marks:  # the tower's backward runs before the token embedding's (higher sequence numbers)
+        start = marks[BACKWARD_START]
+        backward = _replay_peak(tracker, start, marks.get(BACKWARD_END, tracker.clock),
+                                lambda r: _is_vision(r.module) or r.born >= start)
     t, h, w = setup.image_grid_thw
     return VisionTrace(
         num_images=setup.num_sequences * setup.images_per_sequence, num_patches=t * h * w,

@@ -51,8 +51,9 @@ def worst_image_grid(v: VisionArch, min_pixels: int, max_pixels: int) -> tuple[i
     """The processor's ``image_grid_thw`` (temporal, height, width in patches) of an image with
     the most tokens the limits allow: the most square a × b grid of ``max_image_tokens`` tokens
     that `smart_resize` returns unchanged. Limits whose worst case is not such a rounded image
-    (the sliver and upscale branches of `max_smart_resize_tokens`) fall back to the square
-    image of area max_pixels, which can have fewer tokens than the plan's worst case."""
+    (the sliver and upscale branches of `max_smart_resize_tokens`: max_pixels < 200·f² =
+    156,800 px, or min_pixels near max_pixels) fall back to the square image of area
+    max_pixels, which has fewer tokens than the plan's worst case (both counts are reported)."""
     f, m = v.patch_size * v.spatial_merge_size, v.spatial_merge_size
     tokens = VZ.max_image_tokens(v, max_pixels=max_pixels, min_pixels=min_pixels)
     for a in range(math.isqrt(tokens), 0, -1):
