@@ -127,6 +127,8 @@ def _shown(style: str, key: str, old: Any, new: Any) -> str:
             return " ".join(str(x) for x in value) if style.endswith("flags") else SH.hydra_value(value)
         return str(value)
 
+    if key.startswith(SH.ENV_PREFIX):
+        return f"{key[len(SH.ENV_PREFIX):]}={v(old, '(unset)')} → {v(new, '(kept)')}"
     if style == "switch_flags" and (isinstance(new, bool) or new is None):
         return f"{SH.flag_name(key)}: {'added' if new else 'removed'}"
     if style.endswith("flags"):

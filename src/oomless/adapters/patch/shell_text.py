@@ -208,9 +208,46 @@ def pick_command(text: str, keys: list[str], style: str, where: str) -> _Command
     return max(reversed(commands), key=score)
 
 
+ENV_PREFIX = "env:"
+"""A native key `env:NAME` is the environment variable NAME of the training command (ms-swift's
+`NPROC_PER_NODE`): its value where the script last assigns it before the command (`NAME=v cmd`,
+`export NAME=v`, `NAME=v` on a line of its own), else a `NAME=v ` prefix added to the command."""
+
+
+def _env_value_span(command: _Command, name: str) -> tuple[int, int] | None:
+    """The span of the value of the last assignment of ``name`` before the command's first
+    word (comments skipped), or None."""
+    text, first = command.text, command.words[0].in_command[0]
+    found = None
+    for match in re.finditer(rf"(?<![\w$]){re.escape(name)}=", text[:first]):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if "#" in text[line_start:match.start()]:
+            continue
+        line_end = text.find("\n", match.end())
+        spans = _word_spans(text, match.end(), len(text) if line_end < 0 else line_end)
+        at_value = spans and spans[0][0] == match.end()
+        found = (match.end(), spans[0][1]) if at_value else (match.end(), match.end())
+    return found
+
+
+def _env_edit(command: _Command, name: str, value: Any, edits: list[Edit]) -> None:
+    if value is None:
+        return  # the script's own value stands (a process count is never removed)
+    word = shlex.quote(str(value))
+    span = _env_value_span(command, name)
+    if span is None:
+        first = command.words[0].in_command[0]
+        edits.append(Edit(first, first, f"{name}={word} "))
+    else:
+        edits.append(Edit(span[0], span[1], word))
+
+
 def current_value(command: _Command, key: str, style: str) -> Any:
     """The value the script gives ``key`` (a string or list of strings), True for a bare
     switch, None when the key is not in the command."""
+    if key.startswith(ENV_PREFIX):
+        span = _env_value_span(command, key[len(ENV_PREFIX):])
+        return None if span is None else _unquoted(command.text[span[0]:span[1]])
     if style == "hydra":
         i = command.find_override(key)
         return None if i is None else _unquoted(command.words[i].text).lstrip("+").split("=", 1)[1]
@@ -232,7 +269,9 @@ def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys:
     edits: list[Edit] = []
     appended: list[str] = []
     for key, value in values.items():
-        if style == "hydra":
+        if key.startswith(ENV_PREFIX):
+            _env_edit(command, key[len(ENV_PREFIX):], value, edits)
+        elif style == "hydra":
             _hydra_edit(command, key, value, edits, appended)
         else:
             _flag_edit(command, key, value, style, edits, appended)

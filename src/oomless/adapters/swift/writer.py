@@ -115,7 +115,7 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = SF.LATEST) -> dict
 
     arch, profile, out = load_model(spec.model), SF.Profile(dialect), {}
     sections = (lambda s: _finetune(s, profile), lambda s: _precision_and_distribution(s, profile, {}),
-                lambda s: _training(s, arch, profile), lambda s: _rollout(s, arch, profile)[2])
+                lambda s: _training(s, arch, profile), lambda s: _rollout_settings(s, arch, profile))
     for section in sections:
         try:
             out.update(section(spec))
@@ -267,6 +267,13 @@ def _check_colocate_max_num_seqs(spec: RunSpec, profile: SF.Profile) -> None:
     if planned_max_num_seqs(spec) != derived:
         raise _CannotExpress("rollout.max_num_seqs", f"{planned_max_num_seqs(spec)} (its colocated engine takes per_device_"
                              f"train_batch_size × vllm_tensor_parallel_size × steps_per_generation = {derived})")
+
+
+def _rollout_settings(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple[str, Any]]:
+    """The vLLM flags, and the training processes per node as the `env:` key the script patcher
+    edits where the script sets NPROC_PER_NODE (`patch.shell_text.ENV_PREFIX`)."""
+    env, _, flags = _rollout(spec, arch, profile)
+    return [*flags, ("env:NPROC_PER_NODE", env["NPROC_PER_NODE"])]
 
 
 def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[str, str], str, list[tuple[str, Any]]]:
