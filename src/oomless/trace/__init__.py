@@ -11,8 +11,9 @@ importing `oomless` (or this package) does not import torch or transformers. Use
 
 Modules: `tracker` (the storage tracker), `attention` (GPU-faithful attention), `model`
 (config → fake model), `logprobs` (per-token log-prob paths), `optim` (first optimizer step),
-`step` (the traced GRPO step), `compare` (the plan's prediction; torch-free), `calibrate`
-(family coefficients and agreement), `result` (torch-free result types).
+`step` (the traced GRPO step), `vision` (a VLM's vision tower in the step), `compare` and
+`vision_plan` (the plan's prediction; torch-free), `calibrate` (family coefficients and
+agreement), `result` (torch-free result types).
 """
 
 from __future__ import annotations

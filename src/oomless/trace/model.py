@@ -13,7 +13,10 @@ every `GradientCheckpointingLayer`, i.e. every decoder layer).
 
 Multimodal configs are traced through their language model: Gemma 3's nested ``text_config``
 (`gemma3_text`), and Qwen2.5-VL's text decoder as a Qwen2 decoder of the same dimensions (the
-same layer; Qwen2.5-VL's M-RoPE changes only the cos/sin tables). The vision tower is not traced.
+same layer; Qwen2.5-VL's M-RoPE changes only the cos/sin tables). Qwen2.5-VL's vision tower is
+built apart from ``vision_config`` with transformers' own class and joined to this decoder's
+token embeddings (`trace.vision`); other towers (InternViT, SigLIP, Qwen2-VL, Qwen3-VL) are not
+traced.
 """
 
 from __future__ import annotations

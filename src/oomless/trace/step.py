@@ -141,7 +141,7 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             join.tracker = tracker
             tracker.register_model(join)
             register_inputs(tracker, *images.values())
-            handle = attach(model, join)
+            handles = attach(model, join)
             trained = torch.nn.ModuleList([model, join])
         opt = OptimizerStep(trained, Optimizer(setup.optimizer), precision, tracker)
         opt.setup()
@@ -173,7 +173,8 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             opt.step()
             tracker.set_region("done")
         if join is not None:
-            handle.remove()
+            for handle in handles:
+                handle.remove()
     if inspect is not None:
         inspect(tracker)
     peaks = tracker.peaks()

@@ -189,15 +189,19 @@ class ImageJoin(torch.nn.Module):
         return inputs_embeds.masked_scatter(mask, image_embeds)
 
 
-def attach(model: torch.nn.Module, join: ImageJoin) -> Any:
-    """Run ``join`` on the output of ``model``'s input embedding; returns the hook handle. The
-    tower's first weight gets the last gradient of its backward: it marks the end."""
+def attach(model: torch.nn.Module, join: ImageJoin) -> list[Any]:
+    """Run ``join`` on the output of ``model``'s input embedding; returns the hook handles. The
+    gradient reaching the patch embedding's output marks the end of the tower's backward (what
+    remains is the patch embedding's weight gradient, when it trains)."""
     tracker = join.tracker
     assert tracker is not None
-    first = next(join.visual.parameters())
-    if first.requires_grad:
-        first.register_post_accumulate_grad_hook(lambda p: tracker.mark(BACKWARD_END))
-    return model.get_input_embeddings().register_forward_hook(lambda module, args, out: join.scatter(out, args[0]))
+
+    def mark_end(module: Any, args: Any, out: torch.Tensor) -> None:
+        if out.requires_grad:
+            out.register_hook(lambda grad: tracker.mark(BACKWARD_END))
+
+    return [join.visual.patch_embed.register_forward_hook(mark_end),
+            model.get_input_embeddings().register_forward_hook(lambda module, args, out: join.scatter(out, args[0]))]
 
 
 def _is_vision(module: str) -> bool:
