@@ -9,13 +9,15 @@ redone in full on every configuration `fit` returns.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..frozen_hash import HASH_SLOT
 from ..spec.run import RunSpec
 
 Overrides = dict[str, Any]
+M = TypeVar("M", bound=BaseModel)
 
 
 def apply(spec: RunSpec, overrides: Overrides) -> RunSpec:
@@ -29,8 +31,40 @@ def apply(spec: RunSpec, overrides: Overrides) -> RunSpec:
         else:
             top[section] = value
     for section, values in by_section.items():
-        top[section] = getattr(spec, section).model_copy(update=values)
-    return spec.model_copy(update=top)
+        top[section] = _updated(getattr(spec, section), values)
+    return _updated(spec, top)
+
+
+_PLAIN_COPY: dict[type, bool] = {}
+"""Per model class: whether `_updated` may build its copies directly (see there)."""
+
+
+def _updated(model: M, values: dict[str, Any]) -> M:
+    """``model.model_copy(update=values)``, built directly: the same instance state (fields in
+    ``__dict__``, the updated names added to the set fields, no extra and no private values),
+    without `model_copy`'s generic steps (a copy of each of the four parts, then an update),
+    for models that forbid extra keys and have no private attributes, as every spec section
+    (`spec.base.Frozen`); any other model goes through `model_copy`. A hash kept in the
+    instance (`frozen_hash`, should a section ever keep one) is not carried over. A fit builds
+    ~5,000 such copies (s0-before). Source: pydantic 2.x `BaseModel.__copy__`
+    and `model_copy` (main.py), which set exactly these four attributes."""
+    kind = type(model)
+    plain = _PLAIN_COPY.get(kind)
+    if plain is None:
+        plain = _PLAIN_COPY[kind] = model.model_config.get("extra") != "allow" and not kind.__private_attributes__
+    if not plain or model.__pydantic_extra__ is not None:
+        return model.model_copy(update=values)
+    state = {**model.__dict__, **values}
+    state.pop(HASH_SLOT, None)  # a kept hash (`frozen_hash`) belongs to the old values
+    copied = kind.__new__(kind)
+    _set(copied, "__dict__", state)
+    _set(copied, "__pydantic_extra__", None)
+    _set(copied, "__pydantic_fields_set__", model.__pydantic_fields_set__.union(values))
+    _set(copied, "__pydantic_private__", None)
+    return copied
+
+
+_set = object.__setattr__
 
 
 def plain(value: Any) -> Any:
