@@ -147,3 +147,10 @@ def test_bad_directives_name_the_key(tmp_path: Path, directive: str, field: str)
     with pytest.raises(InputError) as err:
         import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
     assert err.value.field == field
+
+
+def test_prompt_bound_counts_the_image_tokens(tmp_path: Path) -> None:
+    """EasyR1's max_prompt_length bounds the processor's input_ids (images included)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE.replace("Qwen2.5-7B-Instruct", "Qwen2.5-VL-7B-Instruct"))
+    assert import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec["lengths"]["max_prompt_counts_images"] is True

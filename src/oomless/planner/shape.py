@@ -86,11 +86,12 @@ def engine_capped(spec: RunSpec, data: DataLengths, image_tokens: int) -> DataLe
     (``_validate_model_input``: prompt longer than max_model_len). Applies to vLLM rollouts
     with ``rollout.max_model_len`` set; HF generation has no such cap."""
     cap = spec.rollout.max_model_len
-    total = data.prompt_tokens + image_tokens + data.completion_tokens
-    if spec.rollout.engine == RolloutEngine.hf or cap is None or total <= cap:
+    inside = image_tokens if spec.lengths.max_prompt_counts_images else 0  # images counted in the prompt field
+    text = max(0, data.prompt_tokens - inside)
+    if spec.rollout.engine == RolloutEngine.hf or cap is None or text + image_tokens + data.completion_tokens <= cap:
         return data
     completion = max(1, min(data.completion_tokens, cap - image_tokens - 1))
-    text = max(0, min(data.prompt_tokens, cap - image_tokens - completion))
+    text = max(0, min(text, cap - image_tokens - completion)) + inside
     return dataclasses.replace(data, prompt_tokens=text, completion_tokens=completion)
 
 
@@ -120,9 +121,10 @@ def run_shape(spec: RunSpec, arch: ModelArch, gpu: GpuSpec | None, lengths: Data
     data = lengths or limit_lengths(spec)
     image_tokens = VT.image_tokens(spec, arch, data.image_pixels, data.images_per_prompt)
     data = engine_capped(spec, data, image_tokens)
-    prompt = data.prompt_tokens + image_tokens
+    prompt = VT.prompt_tokens_with_images(spec, data.prompt_tokens, image_tokens)
     seq = prompt + data.completion_tokens
-    limit_seq = spec.lengths.max_prompt_tokens + VT.image_tokens_per_prompt(spec, arch) + spec.lengths.max_completion_tokens
+    limit_seq = (VT.prompt_tokens_with_images(spec, spec.lengths.max_prompt_tokens, VT.image_tokens_per_prompt(spec, arch))
+                 + spec.lengths.max_completion_tokens)
     generated = spec.batch.micro_batch_size * spec.steps_per_generation
     generation = math.ceil(generated * spec.batch.oversample_factor)
     train, logprob = micro_batches(spec, seq, data.completion_tokens, generation, worst)

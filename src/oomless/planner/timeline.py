@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..memory import growth as G
-from ..memory import vision_tokens as VT
+from . import vision_terms as VTR
 from ..spec.run import Role, RolloutEngine, RunSpec
 
 if TYPE_CHECKING:
@@ -106,8 +106,7 @@ def pixel_bytes_per_prompt(plan: Plan) -> int:
     if vision is None or spec.vision.images_per_prompt == 0:
         return 0
     images = spec.vision.typical_images_per_prompt if spec.vision.typical_images_per_prompt is not None else spec.vision.images_per_prompt
-    pixels = spec.vision.typical_pixels or spec.vision.max_pixels
-    patches = VT.max_image_patches(vision, max_pixels=pixels) if pixels else VT.max_image_patches(vision)
+    patches = VTR.patches_per_image(spec, plan.arch, spec.vision.typical_pixels)
     return images * G.pixel_value_bytes_per_image(patches, vision.patch_size, vision.temporal_patch_size, vision.in_chans)
 
 
@@ -129,7 +128,7 @@ def vllm_leak(plan: Plan) -> Growth | None:
     if spec.rollout.engine == RolloutEngine.hf or n <= 1 or not G.is_leaking_vllm(version):
         return None
     lengths = spec.lengths
-    tokens_prompt = lengths.typical_prompt + plan.shape.image_tokens_per_prompt
+    tokens_prompt = VTR.prompt_tokens_with_images(spec, lengths.typical_prompt, plan.shape.image_tokens_per_prompt)
     per_prompt = G.retained_request_bytes(tokens_prompt, lengths.typical_completion, n, pixel_bytes_per_prompt(plan))
     copies = spmd_engine_copies(spec)
     leak = G.vllm_v0_parallel_sampling_leak_bytes_per_step(prompts_per_node_per_round(plan), per_prompt, copies)

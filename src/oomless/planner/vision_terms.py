@@ -20,16 +20,42 @@ if TYPE_CHECKING:
     from .shape import RunShape
 
 
-def _limits(spec: RunSpec, pixels: int | None = None) -> dict[str, int]:
+def _limits(spec: RunSpec, pixels: int | None = None, arch: ModelArch | None = None) -> dict[str, int]:
     """The processor's resize limits; ``pixels`` (an image area within them) replaces
-    max_pixels to size an image of that area instead of the largest allowed."""
+    max_pixels to size an image of that area instead of the largest allowed. With ``arch``
+    and `lengths.max_prompt_counts_images`, the area is also capped to what the prompt bound
+    holds (`prompt_image_area_cap`); vLLM's profile passes no ``arch``: it sizes images by the
+    processor's limits alone."""
     v = spec.vision
     largest = v.max_pixels or C.QWEN_VL_MAX_PIXELS
-    return {
-        "max_pixels": min(pixels, largest) if pixels is not None else largest,
-        "min_pixels": v.min_pixels or C.QWEN_VL_MIN_PIXELS,
-        "max_tiles": v.max_tiles,
-    }
+    smallest = v.min_pixels or C.QWEN_VL_MIN_PIXELS
+    area = min(pixels, largest) if pixels is not None else largest
+    cap = prompt_image_area_cap(spec, arch) if arch is not None else None
+    if cap is not None:
+        area = max(smallest, min(area, cap))
+    return {"max_pixels": area, "min_pixels": smallest, "max_tiles": v.max_tiles}
+
+
+def prompt_token_cap(spec: RunSpec) -> int | None:
+    """LLM tokens one image may take when the prompt bound counts them: the bound less one
+    text token, shared by the prompt's images; None when images come on top of the bound."""
+    images = spec.vision.images_per_prompt
+    if not spec.lengths.max_prompt_counts_images or images == 0:
+        return None
+    return max(1, (spec.lengths.max_prompt_tokens - 1) // images)
+
+
+def prompt_image_area_cap(spec: RunSpec, arch: ModelArch) -> int | None:
+    """The largest image area whose tokens fit `prompt_token_cap` for towers that size tokens
+    by area (Qwen2/2.5-VL: one LLM token per (patch × merge)² pixels, the processor's resize
+    factor); None for tile and fixed-size towers, whose tokens are capped directly.
+    Source: verl `RLHFDataset` (filter_overlong_prompts on the processor's input_ids), EasyR1
+    `RLHFDataset` (the same; early 2025: truncation 'error')."""
+    cap = prompt_token_cap(spec)
+    v = arch.vision
+    if cap is None or v is None or v.spatial_merge_size < 2:
+        return None
+    return cap * (v.patch_size * v.spatial_merge_size) ** 2
 
 
 def has_images(spec: RunSpec, arch: ModelArch) -> bool:
@@ -45,11 +71,23 @@ def image_tokens(spec: RunSpec, arch: ModelArch, pixels: int | None, images_per_
     """LLM tokens of ``images_per_prompt`` images of ``pixels`` area (None: max_pixels)."""
     if not has_images(spec, arch):
         return 0
-    return images_per_prompt * VZ.max_image_tokens(arch.vision, **_limits(spec, pixels))
+    per_image = VZ.max_image_tokens(arch.vision, **_limits(spec, pixels, arch))
+    cap = prompt_token_cap(spec)
+    return images_per_prompt * (min(per_image, cap) if cap is not None else per_image)
+
+
+def prompt_tokens_with_images(spec: RunSpec, text_or_bound: int, image_tokens: int) -> int:
+    """A prompt's tokens: the bound itself when it counts the images (they fit inside it),
+    else the text plus the images."""
+    return text_or_bound if spec.lengths.max_prompt_counts_images else text_or_bound + image_tokens
 
 
 def _patches(spec: RunSpec, arch: ModelArch, pixels: int | None = None) -> int:
-    return VZ.max_image_patches(arch.vision, **_limits(spec, pixels))
+    return VZ.max_image_patches(arch.vision, **_limits(spec, pixels, arch))
+
+
+patches_per_image = _patches
+"""Tower patches of the worst image of ``pixels`` area (None: the limits) the prompt can hold."""
 
 
 def tower_trains(spec: RunSpec) -> bool:
@@ -112,5 +150,5 @@ def engine_encoder_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int
     limit = spec.rollout.limit_images_per_prompt or spec.vision.images_per_prompt
     budget = VZ.vllm_encoder_budget_tokens(shape.vllm_max_num_batched_tokens, tokens)
     images = VZ.num_vllm_profile_images(budget, tokens, limit, shape.vllm_max_model_len, shape.vllm_max_num_seqs)
-    forward = VZ.vision_inference_peak_bytes(v, _patches(spec, arch), images, AttentionImpl.flash_attention_2)
+    forward = VZ.vision_inference_peak_bytes(v, VZ.max_image_patches(v, **_limits(spec)), images, AttentionImpl.flash_attention_2)
     return forward + VZ.encoder_cache_bytes(v, tokens * images)

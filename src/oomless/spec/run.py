@@ -192,6 +192,13 @@ class Lengths(_Frozen):
     typical_prompt_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
         None, description="Median prompt length of the dataset in tokens (`oomless stats`-style p50). Default: max_prompt_tokens."
     )
+    max_prompt_counts_images: bool = Field(
+        False,
+        description="max_prompt_tokens bounds the encoded prompt, image tokens included: the framework drops or refuses "
+        "longer prompts (verl and EasyR1 `max_prompt_length`: the processor's input_ids, filter_overlong_prompts / "
+        "truncation 'error'), so the largest image is the one that fits the bound beside one text token. "
+        "Default false: image tokens come on top of max_prompt_tokens of text.",
+    )
     typical_completion_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
         None, description="Median completion length the policy generates (TRL `completions/mean_length`). Default: max_completion_tokens."
     )

@@ -143,8 +143,11 @@ def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
         "logprob_micro_batch_size": C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience", v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1),
         "num_generations": C.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1),
     })
+    # max_prompt_length bounds the processor's input_ids, image tokens included: longer prompts are
+    # refused (early 2025: postprocess_data truncation "error") or filtered (filter_overlong_prompts).
     out.set("lengths", {"max_prompt_tokens": C.as_int("data.max_prompt_length", v["data.max_prompt_length"], 1),
-                        "max_completion_tokens": C.as_int("data.max_response_length", v["data.max_response_length"], 1)})
+                        "max_completion_tokens": C.as_int("data.max_response_length", v["data.max_response_length"], 1),
+                        "max_prompt_counts_images": True})
     out.set("vision", {"max_pixels": C.as_int("data.max_pixels", v["data.max_pixels"], 1),
                        "min_pixels": C.as_int("data.min_pixels", v["data.min_pixels"], 1),
                        "freeze_tower": C.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
