@@ -6,8 +6,8 @@ scripts do (`TrlParser((ScriptArguments, GRPOConfig | RLOOConfig, ModelConfig))`
 `parse_args_and_config`: a `--config` YAML first, flags over it) and a `trl vllm-serve` line
 with `trl.scripts.vllm_serve.ScriptArguments`. The written copy is *accepted* when it parses
 wherever the original parses and leaves no argument unconsumed that the original did not (the
-example scripts' own dataclasses hold the rest); values fit changed are compared with what the
-parser made of them.
+example scripts' own dataclasses hold the rest). GRPOConfig checks its batch against the world
+size, which a launcher sets: the parse sees the processes oomless reads the launch as.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ CPU = ["--use_cpu", "true"]
 """TrainingArguments checks bf16 against the device; on this CPU-only machine `use_cpu` lets it pass."""
 
 
-def check(framework: str, original: Path, written: Path, cwd: Path) -> tuple[str, str]:
+def check(framework: str, original: Path, written: Path, cwd: Path, hardware: list[str]) -> tuple[str, str]:
     """(accepted | rejected | not installed | not checked, detail)."""
     if framework != "trl":
         return "not installed", ""
@@ -30,8 +30,10 @@ def check(framework: str, original: Path, written: Path, cwd: Path) -> tuple[str
         import trl  # noqa: F401
     except ImportError:
         return "not installed", "trl"
-    before = _parse_trl(original, cwd)
-    after = _parse_trl(written, cwd)
+    if _commands(original)[2] == "PPOConfig":
+        return "not installed", "TRL's PPO scripts parse with PPOConfig, which trl 1.16 no longer has"
+    before = _parse_trl(original, cwd, _world_size(original, cwd, hardware))
+    after = _parse_trl(written, cwd, _world_size(written, cwd, hardware))
     if isinstance(before, str):
         return "not checked", f"the original does not parse either: {before}"[:300]
     if isinstance(after, str):
@@ -53,15 +55,44 @@ def _commands(path: Path) -> tuple[list[str], list[str] | None, str]:
     commands = parse_shell(text, str(path))
     main = next(c for c in commands if L._is_main(c))
     server = next((c for c in commands if c.argv[:2] == ("trl", "vllm-serve")), None)
-    words = " ".join(main.argv)
-    kind = "RLOOConfig" if "rloo" in words.lower() else "GRPOConfig"
+    script = next((Path(w).name.lower() for w in main.argv if w.endswith(".py")), "")
+    kind = "RLOOConfig" if "rloo" in script else "PPOConfig" if script.startswith("ppo") else "GRPOConfig"
     _, script_args = L._split(main)
     return list(script_args), None if server is None else list(server.argv[2:]), kind
 
 
-def _parse_trl(path: Path, cwd: Path) -> tuple[Any, list[str], str] | str:
-    """(parsed dataclasses, unconsumed arguments, what was parsed) or the error text."""
+def _world_size(path: Path, cwd: Path, hardware: list[str]) -> int:
+    """The training processes the file's launch starts, as oomless reads it (GRPOConfig checks
+    its batch against `TrainingArguments.world_size`, which a launcher sets: 1 in this process)."""
+    from oomless.adapters import HardwareFlags
+    from oomless.cli.import_cmd import load_native
+
+    flags = dict(zip(hardware[::2], hardware[1::2]))
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                run, _ = load_native(path, "trl", HardwareFlags(gpu=flags.get("--gpu"), gpus_per_node=_int(flags.get("--gpus-per-node")),
+                                                            num_nodes=_int(flags.get("--nodes"))))
+    except Exception:  # noqa: BLE001 - unreadable: the parser then sees one process
+        return 1
+    finally:
+        os.chdir(here)
+    hw, ro = run.spec.hardware, run.spec.rollout
+    return (hw.gpus_per_node - (ro.num_gpus if ro.engine.value == "vllm_separate" else 0)) * hw.num_nodes
+
+
+def _int(text: str | None) -> int | None:
+    return None if text is None else int(text)
+
+
+def _parse_trl(path: Path, cwd: Path, world_size: int) -> tuple[Any, list[str], str] | str:
+    """(parsed dataclasses, unconsumed arguments, what was parsed) or the error text; the
+    config classes see ``world_size`` processes, as under the file's launcher."""
+    from unittest import mock
+
     import trl
+    from transformers import TrainingArguments
     from trl import ModelConfig, ScriptArguments, TrlParser
 
     try:
@@ -72,10 +103,11 @@ def _parse_trl(path: Path, cwd: Path) -> tuple[Any, list[str], str] | str:
     os.chdir(cwd)  # a --config path is relative to where the user runs the command
     said = io.StringIO()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said), \
+                mock.patch.object(TrainingArguments, "world_size", new_callable=mock.PropertyMock, return_value=world_size):
             parser = TrlParser((ScriptArguments, getattr(trl, kind), ModelConfig))
             *parsed, rest = parser.parse_args_and_config([*args, *CPU], return_remaining_strings=True)
-            what = f"{kind}+ModelConfig+ScriptArguments"
+            what = f"{kind}+ModelConfig+ScriptArguments on {world_size} process(es)"
             if server is not None:
                 from trl.scripts.vllm_serve import ScriptArguments as ServeArguments
 
@@ -83,7 +115,8 @@ def _parse_trl(path: Path, cwd: Path) -> tuple[Any, list[str], str] | str:
                 rest = [*rest, *(f"vllm-serve:{w}" for w in server_rest)]
                 what += " and vllm-serve's ScriptArguments"
     except SystemExit as err:
-        return f"argparse exit {err.code}: " + " ".join(said.getvalue().split()[-40:])
+        errors = [line for line in said.getvalue().splitlines() if "error:" in line]
+        return f"argparse exit {err.code}: " + (errors[-1].strip() if errors else " ".join(said.getvalue().split()[-20:]))
     except Exception as err:  # noqa: BLE001 - the parser's own refusal is the answer
         return f"{type(err).__name__}: {err}".replace("\n", " ")
     finally:

@@ -213,7 +213,7 @@ def scan_one(case: Case, out_dir: Path) -> Row:
     else:
         row.plan_reason = _first_error(stderr)
     if written:
-        row.parser, row.parser_detail = parsers.check(case.framework, case.cwd / case.file, target, case.cwd)
+        row.parser, row.parser_detail = parsers.check(case.framework, case.cwd / case.file, target, case.cwd, case.hardware)
     else:
         row.parser = "-"
     reasons = []
