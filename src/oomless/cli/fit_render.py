@@ -34,11 +34,25 @@ def _gpu_peak(choice: Choice) -> int:
     return max(g.peak_bytes for g in choice.plan.devices)
 
 
+class _Printer:
+    """``console.print`` without rich's automatic highlighting when the console writes no
+    styles at all (no colour system: a pipe, a file), where highlighting (its regular
+    expressions compiled on first use, then run over every line and table cell) only spends
+    time; the text written is the same. A terminal keeps the console's own setting."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.highlight = None if console.color_system is not None else False
+
+    def print(self, *objects: Any) -> None:
+        self.console.print(*objects, highlight=self.highlight)
+
+
 def render_fit(result: FitResult, margin: str, console: Console | None = None,
                native: tuple[str, list[str], int] | None = None) -> None:
     """``native``: (framework, the patched answer's changes in its own keys, which answer: 0 the
     best, k the k-th alternative) when the run came `--from` it; shown beside the spec fields."""
-    out = console or Console()
+    out = _Printer(console or Console())
     inp = result.input_plan
     verdict = "fits" if inp.fits else f"does not fit ({inp.binding.phase} on the {inp.binding.device_role} {inp.binding.device})"
     out.print(f"Input: {verdict}; predicted {_seconds(result.input_estimate.total_s)} per optimizer step.")

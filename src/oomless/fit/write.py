@@ -3,6 +3,7 @@ header naming the source and every change. Never the input, never an existing fi
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,24 @@ def leading_comments(text: str) -> list[str]:
 
 
 def _value(v: Any) -> str:
-    return "default" if v is None else yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+    """A value as YAML writes it inline (``default`` for None)."""
+    if v is None:
+        return "default"
+    try:
+        return _hashable_value(type(v), v)
+    except TypeError:  # a list: not hashable
+        return _yaml_inline(v)
+
+
+@functools.lru_cache(maxsize=256)
+def _hashable_value(kind: type, v: Any) -> str:
+    """`_yaml_inline` once per value and type (`True` and `1` are equal keys otherwise): the
+    human output of a fit shows a few values in tens of changes, each a whole YAML dump."""
+    return _yaml_inline(v)
+
+
+def _yaml_inline(v: Any) -> str:
+    return yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
 
 
 def header(choice: Choice, source: Path, margin: str) -> list[str]:
