@@ -199,8 +199,8 @@ def _render_vision(result: TraceResult, prediction: Prediction) -> None:
     typer.echo(f"\nVision tower ({state}): {v.num_images} images of {t}×{h}×{w} = {v.num_patches:,} patches "
                f"({s.image_tokens_per_sequence:,} image tokens per sequence); the plan's worst image has {p.num_patches:,}")
     rows = [
-        ("held while the LM trains", v.held_bytes, p.saved_bytes, "saved + merger"),
-        ("training forward peak", v.forward_peak_bytes, p.forward_peak_bytes, "no-grad forward peak"),
+        ("held while the LM trains", v.held_bytes, p.saved_bytes, "saved + merger; 0 when frozen"),
+        ("training forward peak", v.forward_peak_bytes, p.train_bytes, "train phase vision.activations"),
         ("log-prob forward peak", v.logprob_forward_peak_bytes, p.logprob_bytes, "log-prob phase vision.activations"),
         ("backward peak", v.backward_peak_bytes, p.saved_bytes + p.backward_transient_bytes, "saved + backward transient"),
     ]
