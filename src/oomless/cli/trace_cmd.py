@@ -7,7 +7,9 @@ reports the peak
 live bytes per category, the moment of the peak, the modules whose tensors fill it, and the
 plan's prediction of the same step's training activation peak next to the traced one.
 The trace is one process holding one unsharded replica; under ZeRO/FSDP the header and the
-JSON (`scope`) say which categories each real rank would hold only a shard of.
+JSON (`scope`) say which categories each real rank would hold only a shard of. A Qwen2.5-VL
+spec with images traces the vision tower inside the step and compares its part with the plan's
+vision terms (JSON `vision`, `plan.vision`); other vision towers are left out, with a warning.
 
 Examples:
     oomless trace examples/seeds/s1-after.yaml

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..catalog.gpus import GpuSpec
 from ..catalog.models import ModelArch
+from ..errors import InputError
 from ..memory.components import Category
 from ..planner.plan import Plan, make_plan
 from ..planner.roles import placement_groups
@@ -59,7 +60,10 @@ class Prediction:
 
 
 def spec_for_setup(setup: TraceSetup, chunk_rows: int = 2048) -> RunSpec:
-    """A single-GPU, full fine-tuning spec with exactly the traced step's settings."""
+    """A single-GPU, full fine-tuning spec with exactly the traced step's settings (text only:
+    a setup with images comes from its spec, `setup_from_spec`)."""
+    if setup.images_per_sequence:
+        raise InputError("vision", "spec_for_setup rebuilds text-only steps; plan the spec the images came from")
     data: dict[str, Any] = {
         "model": setup.model,
         "hardware": {"gpu_capacity_gib": TRACE_CAPACITY_GIB, "gpus_per_node": 1},
