@@ -33,6 +33,9 @@ class Word:
     """0: a word of the command itself; else one number per bash array the command expands."""
     use: tuple[int, int] | None = None
     """For an array's word: the span of the command's `${ARGS[@]}` that expands it."""
+    quote: str = ""
+    """For a word of a script passed as a quoted string (`bash -c "..."`): that string's quote
+    character; text written there is escaped for it."""
 
     @property
     def in_command(self) -> tuple[int, int]:
@@ -68,8 +71,58 @@ def script_commands(text: str, where: str) -> list[list[Word]]:
     out = []
     for node in _parse(_mask(text), where, skipped):
         for words in _commands(node):
-            out.append(_with_arrays(text, [Word(w.start, w.end, text[w.start:w.end]) for w in words]))
+            words = _with_arrays(text, [Word(w.start, w.end, text[w.start:w.end]) for w in words])
+            out.append(words)
+            out.extend(_inline_commands(text, words, where))
     return out
+
+
+_SHELLS = ("bash", "sh")
+
+
+def _inline_commands(text: str, words: list[Word], where: str) -> list[list[Word]]:
+    """The commands of a script a command passes to a shell (`srun ... bash -c "cmd --flag v"`,
+    as the reader runs it: `frontends.shell._inline_script`), each word with its offsets in
+    ``text`` and the quote it sits in; its text is the word as the inner shell sees it."""
+    for i in range(1, len(words) - 1):
+        if _unquoted(words[i].text) == "-c" and _unquoted(words[i - 1].text).rsplit("/", 1)[-1] in _SHELLS:
+            inner, where_in, quotes = _unquote_with_offsets(text, words[i + 1].start, words[i + 1].end)
+            if not inner:
+                return []
+            return [[Word(where_in[w.start], where_in[w.end - 1] + 1, w.text, w.segment, None, quotes[w.start])
+                     for w in command] for command in script_commands(inner, where)]
+    return []
+
+
+def _unquote_with_offsets(text: str, start: int, end: int) -> tuple[str, list[int], list[str]]:
+    """The shell word text[start:end] with its quotes removed (bash's rules: nothing escapes in
+    '...'; in "..." a backslash escapes $ ` " \\ and a newline), the offset in ``text`` of each
+    character kept, and the quote each sits in."""
+    kept: list[tuple[str, int, str]] = []
+    i, state = start, ""
+    while i < end:
+        c = text[i]
+        if c == state or (not state and c in "'\""):
+            state = "" if c == state else c
+            i += 1
+        elif c == "\\" and i + 1 < end and state != "'" and (not state or text[i + 1] in '$`"\\\n'):
+            if text[i + 1] != "\n":
+                kept.append((text[i + 1], i + 1, state))
+            i += 2
+        else:
+            kept.append((c, i, state))
+            i += 1
+    return "".join(c for c, _, _ in kept), [at for _, at, _ in kept], [q for _, _, q in kept]
+
+
+def _escaped(command: _Command, edit: Edit) -> Edit:
+    """``edit`` with its text escaped for the quoted string it lands in (`Word.quote`)."""
+    quote = next((w.quote for w in command.words if w.start <= edit.start <= w.end), "")
+    if quote == '"':
+        return Edit(edit.start, edit.end, re.sub(r'([$`"])', r"\\\1", edit.text))
+    if quote == "'":
+        return Edit(edit.start, edit.end, edit.text.replace("'", "'\\''"))
+    return edit
 
 
 _ARRAY_USE = re.compile(r'^"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?$')
@@ -278,7 +331,7 @@ def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys:
     if appended:
         at, before, after = command.append_point()
         edits.append(Edit(at, at, before + (before or after).join(appended) + after))
-    return apply_edits(text, edits)
+    return apply_edits(text, [_escaped(command, e) for e in edits])
 
 
 def _remove(command: _Command, a: int, b: int, edits: list[Edit]) -> None:
