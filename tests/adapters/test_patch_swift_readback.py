@@ -105,3 +105,35 @@ def test_fields_without_effect_are_no_difference(tmp_path: Path, rel: str, gpu: 
     native = json.loads(result.stdout)["native"]
     assert native["changes"] and native["cannot_express"] is None, native["cannot_express"]
     assert "reads it back: fits" in native["read_back"]
+
+
+AGENT = "tests/real_configs/swift/HEAD/examples/train/grpo/external/agent.sh"
+"""`--vllm_mode server` with no `swift rollout` line: the server is started elsewhere."""
+
+
+def test_a_server_engine_stays_as_the_script_runs_it() -> None:
+    """The patch edits `swift rlhf`; a server's engine fields are its own command's flags, so a
+    change to them (fit cut the server's max_model_len 131072 → 3072 on RTX-4090) is unsayable,
+    and so is a move onto a server the script does not start."""
+    run, _ = load_native(ROOT / AGENT, "swift", HardwareFlags(gpu="RTX-4090"))
+    assert run.spec.rollout.engine.value == "vllm_separate"
+    cut = run.spec.model_copy(update={"rollout": run.spec.rollout.model_copy(update={"max_model_len": 3072})})
+    with C.collect_unexpressed(run.spec) as found:
+        SW.native_settings(cut)
+    assert [field for field, _ in found] == ["rollout.max_model_len"]
+    colocated, _ = load_native(ROOT / CASES[0][0], "swift", HardwareFlags(gpu="A100-40GB", gpus_per_node=8))
+    server = colocated.spec.model_copy(update={"rollout": run.spec.rollout})
+    with C.collect_unexpressed(colocated.spec) as found:
+        SW.native_settings(server)
+    assert "rollout.engine" in [field for field, _ in found]
+
+
+def test_server_script_patch_reads_back_or_nothing_is_written(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["fit", "--from", "swift", str(ROOT / AGENT), "--gpu", "RTX-4090",
+                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    assert result.exit_code in (0, 1), result.output
+    document = json.loads(result.stdout)
+    if result.exit_code == 1:
+        assert not list(tmp_path.iterdir())
+        return
+    assert document["native"]["cannot_express"] is None and "reads it back: fits" in document["native"]["read_back"]

@@ -298,6 +298,7 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
             # unset, ms-swift would size the engine batch × TP × steps, not as the plan did
             flags.append(("vllm_max_num_seqs", str(planned_max_num_seqs(spec))))
         return env, "", flags
+    _server_kept(spec)
     train = gpus - ro.num_gpus
     server = [("model", spec.model), *_engine_flags(spec, arch, profile, "vllm_tensor_parallel_size")]
     devices = ",".join(str(i) for i in range(train, gpus))
@@ -306,6 +307,29 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
     env = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(train)), "NPROC_PER_NODE": str(train)}
     return env, pre, [("use_vllm", "true"), ("vllm_mode", "server"), ("vllm_server_host", "127.0.0.1"),
                       ("vllm_server_port", "8000"), *_sync_flags(spec)]
+
+
+SERVER_FIELDS = ("num_gpus", "gpu_memory_utilization", "tensor_parallel_size", "max_model_len", "max_num_seqs",
+                 "enforce_eager", "limit_images_per_prompt", "cuda_graphs_in_budget")
+"""Engine fields of a vLLM server: flags of its own `swift rollout` command, not of `swift rlhf`."""
+
+
+def _server_kept(spec: RunSpec) -> None:
+    """Where a patch of the user's script is written (`common.fallback_spec`: the run before
+    it), a server engine must stay as the script runs it: the patch edits the training command,
+    and the server is another (`swift rollout`, or one the user starts elsewhere)."""
+    from ..common import fallback_spec
+
+    old = fallback_spec()
+    if old is None:
+        return
+    if old.rollout.engine != RolloutEngine.vllm_separate:
+        raise _CannotExpress("rollout.engine", "a vLLM server in a patch of the training command (the server is a "
+                             "`swift rollout` command of its own)")
+    changed = [name for name in SERVER_FIELDS if getattr(spec.rollout, name) != getattr(old.rollout, name)]
+    if changed:
+        raise _CannotExpress(f"rollout.{changed[0]}", f"{getattr(spec.rollout, changed[0])!r} in a patch of the "
+                             "training command: the vLLM server's own `swift rollout` command sets it")
 
 
 def _legacy_rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile,
