@@ -203,7 +203,8 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
     return spec_from(
         {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=draw(loras()), batch=batch,
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
-        gradient_checkpointing=draw(st.booleans()), lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
+        gradient_checkpointing=draw(st.booleans()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
+        lengths={**draw(lengths()), "max_prompt_counts_images": True},  # EasyR1's bound holds the image tokens
         distribution={"strategy": strategy, "offload_params": offload,
                       "offload_optimizer": offload, "rank0_init": draw(st.booleans())},
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": True, "sleep_level": 1,
