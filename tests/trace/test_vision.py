@@ -36,10 +36,11 @@ GRID = (1, 16, 24)
 """16 × 24 patches (224 × 336 px): 96 image tokens, six 8 × 8-patch windows."""
 
 
-def _setup(images: int = 1, grid: tuple[int, int, int] = GRID, trains: bool = True, checkpointing: bool = False) -> TraceSetup:
+def _setup(images: int = 1, grid: tuple[int, int, int] = GRID, trains: bool = True, checkpointing: bool = False,
+           attention: str = "sdpa") -> TraceSetup:
     return TraceSetup(
         model="tiny-vl", model_type="qwen2", num_sequences=2, logprob_sequences=2, prompt_len=16, completion_len=16,
-        attention="sdpa", checkpointing=checkpointing, logits="full_bf16", optimizer="adamw", precision="bf16_mixed",
+        attention=attention, checkpointing=checkpointing, logits="full_bf16", optimizer="adamw", precision="bf16_mixed",
         kl_beta=0.04, images_per_sequence=images, image_grid_thw=grid,
         image_tokens_per_sequence=images * grid[0] * grid[1] * grid[2] // 4, vision_trains=trains,
         vision_checkpointing=checkpointing,
@@ -97,14 +98,16 @@ def test_checkpointed_tower_holds_less_than_a_saving_one() -> None:
     assert _vision(_setup(checkpointing=True)).held_bytes < _vision(_setup()).held_bytes
 
 
-@pytest.mark.parametrize("checkpointing", [False, True])
-def test_trained_tower_holds_what_the_plan_says_it_saves(checkpointing: bool) -> None:
+@pytest.mark.parametrize(("attention", "checkpointing"),
+                         [("sdpa", False), ("sdpa", True), ("flash_attention_2", False), ("eager", False)])
+def test_trained_tower_holds_what_the_plan_says_it_saves(attention: str, checkpointing: bool) -> None:
+    """sdpa: transformers' per-window loop (real cu_seqlens); flash: one varlen call; eager: scores."""
     v = arch_from_config(TINY_VL, "tiny-vl").vision
     assert v is not None
     patches, images = GRID[1] * GRID[2], 2
-    planned = (VZ.vision_training_saved_bytes(v, patches, images, "sdpa", checkpointing)
+    planned = (VZ.vision_training_saved_bytes(v, patches, images, attention, checkpointing)
                + VZ.merger_saved_bytes(v, patches, images))
-    held = _vision(_setup(checkpointing=checkpointing)).held_bytes
+    held = _vision(_setup(checkpointing=checkpointing, attention=attention)).held_bytes
     assert abs(planned - held) / held <= 0.02, (planned, held)
 
 

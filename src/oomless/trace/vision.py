@@ -208,10 +208,11 @@ def _is_vision(module: str) -> bool:
     return module == JOIN_NAME or module == TOWER_NAME or module.startswith(TOWER_NAME + ".")
 
 
-def _replay_peak(tracker: StorageTracker, start: int, end: int, counts: Any) -> int:
-    """Largest ACT + TEMP alive at a birth in [start, end] among the records ``counts`` accepts."""
+def _replay_peak(events: list[Any], start: int, end: int, counts: Any) -> int:
+    """Largest ACT + TEMP alive at a birth in [start, end] among the records ``counts`` accepts,
+    replaying ``events`` (`StorageTracker.timeline`)."""
     live = best = 0
-    for clock, sign, r in tracker.timeline():
+    for clock, sign, r in events:
         if clock > end:
             break
         if r.category not in ACTIVATION_CATEGORIES or not counts(r):
@@ -224,19 +225,19 @@ def _replay_peak(tracker: StorageTracker, start: int, end: int, counts: Any) -> 
 
 def measure(tracker: StorageTracker, setup: TraceSetup) -> VisionTrace:
     """The tower's traced memory, from the marks `ImageJoin` and `attach` left."""
-    marks = tracker.marks
+    marks, events = tracker.marks, tracker.timeline()
 
     def forward_peak(region: str) -> int:
         start, end = marks.get(f"{START}:{region}"), marks.get(f"{END}:{region}")
         if start is None or end is None:
             return 0
-        return _replay_peak(tracker, start, end, lambda r: _is_vision(r.module))
+        return _replay_peak(events, start, end, lambda r: _is_vision(r.module))
 
     held = sum(b for m, b in tracker.by_module_at(marks["end_of_forward"]).items() if _is_vision(m))
     backward = 0
     if BACKWARD_START in marks:  # the tower's backward runs before the token embedding's (higher sequence numbers)
         start = marks[BACKWARD_START]
-        backward = _replay_peak(tracker, start, marks.get(BACKWARD_END, tracker.clock),
+        backward = _replay_peak(events, start, marks.get(BACKWARD_END, tracker.clock),
                                 lambda r: _is_vision(r.module) or r.born >= start)
     t, h, w = setup.image_grid_thw
     return VisionTrace(
