@@ -30,6 +30,7 @@ from oomless.adapters.patch import planned_max_num_seqs
 from oomless.adapters.swift import writer as SW
 from oomless.cli.import_cmd import load_native
 from oomless.cli.main import app
+from oomless.planner.plan import make_plan
 from oomless.spec.load import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,3 +138,37 @@ def test_server_script_patch_reads_back_or_nothing_is_written(tmp_path: Path) ->
         assert not list(tmp_path.iterdir())
         return
     assert document["native"]["cannot_express"] is None and "reads it back: fits" in document["native"]["read_back"]
+
+
+LMDEPLOY = "tests/real_configs/swift/v3.4.0/examples/train/grpo/internal/full_lmdeploy.sh"
+"""ms-swift 3.4, HF-planned (LMDeploy is not modelled), full fine-tuning under ZeRO-3."""
+
+
+@pytest.mark.parametrize("gpu", ["A800-80GB", "RTX-4090"])
+def test_hf_to_vllm_plans_the_releases_engine(tmp_path: Path, gpu: str) -> None:
+    """fit moving a 3.4 script from HF generate to vLLM plans ms-swift 3.4's engine (vLLM 0.8.5:
+    CUDA graphs on top of the budget; the whole model gathered per sync; 256 sequences), which
+    the copy reads back to, with the same peaks. Before, it planned the spec's defaults: on
+    RTX-4090 a weight sync of 10.45 GiB that the copy plans at 20.78 GiB."""
+    result = CliRunner().invoke(app, ["fit", "--from", "swift", str(ROOT / LMDEPLOY), "--gpu", gpu, "--write", str(tmp_path),
+                                      "--top", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["native"]["cannot_express"] is None, document["native"]["cannot_express"]
+    best = parse_spec(document["best"]["spec"])
+    assert best.rollout.engine.value != "hf", "the case must move generation to vLLM"
+    back, _ = load_native(tmp_path / Path(LMDEPLOY).name, "swift", HardwareFlags(gpu=gpu))
+    for name in ("cuda_graphs_in_budget", "weight_sync_batches", "max_num_seqs"):
+        assert getattr(back.spec.rollout, name) == getattr(best.rollout, name), name
+    planned = make_plan(back.spec, back.arch, back.gpu, back.archs)
+    got = {(d.role, p.name): p.peak_bytes for d in planned.devices for p in d.phases}
+    for peak in document["best"]["phase_peaks"]:
+        if peak["device"] != "host":
+            assert abs(got[(peak["device"], peak["phase"])] - peak["peak_bytes"]) <= 0.01 * peak["peak_bytes"], peak
+
+
+def test_the_idle_engine_adds_no_warning() -> None:
+    """The release's engine rides along an HF run without effect: no "is ignored" line."""
+    run, raw = load_native(ROOT / LMDEPLOY, "swift", HardwareFlags(gpu="A800-80GB"))
+    assert raw["rollout"]["engine"] == "hf" and raw["rollout"]["weight_sync_batches"] == 1
+    assert not [w for w in run.warnings if " is ignored" in w]

@@ -51,6 +51,10 @@ class ImportResult:
     """Flags/keys not understood, or understood but without effect on memory, one line each."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """Defaults applied and assumptions made, one line each."""
+    idle_engine: dict[str, Any] = field(default_factory=dict)
+    """For a run that generates with HF: the rollout fields of the vLLM engine the framework
+    would build were vLLM turned on (its release's vLLM, weight sync, engine size). They have no
+    effect on the run's plan; `fit --from` starts from them when it moves generation to vLLM."""
 
 
 def canonical(framework: str) -> str:

@@ -69,8 +69,22 @@ def load_native(path: Path, framework: str, hardware: HardwareFlags) -> tuple[Re
     from ..spec.load import parse_spec, resolve
 
     result = import_result(path, framework, hardware)
-    run = resolve(parse_spec(result.spec), path.resolve().parent)
-    return dataclasses.replace(run, warnings=warning_lines(framework, result.ignored) + run.warnings), result.spec
+    spec, idle = with_idle_engine(result.spec, result.idle_engine)
+    run = resolve(parse_spec(spec), path.resolve().parent)
+    own = tuple(w for w in run.warnings if w.split(" is ignored", 1)[0] not in idle)
+    return dataclasses.replace(run, warnings=warning_lines(framework, result.ignored) + own), spec
+
+
+def with_idle_engine(spec: dict[str, Any], engine: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """``spec`` with the framework's idle vLLM engine (`ImportResult.idle_engine`) in its rollout
+    section where it generates with HF, and those fields' dotted names: without effect on the
+    plan (spec.ignored; their "is ignored" lines are dropped), they are what `fit --from` moving
+    generation to vLLM starts from, so it plans the engine the framework would build."""
+    rollout = spec.get("rollout", {})
+    if not engine or rollout.get("engine") != "hf":
+        return spec, set()
+    added = {k: v for k, v in engine.items() if k not in rollout}
+    return {**spec, "rollout": {**rollout, **added}}, {f"rollout.{k}" for k in added}
 
 
 def load_any(path: Path, framework: str | None, hardware: HardwareFlags) -> ResolvedRun:

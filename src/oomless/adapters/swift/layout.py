@@ -110,6 +110,17 @@ def engine(run: Run, f: FlagReader) -> dict[str, Any]:
     return out
 
 
+def release_engine(run: Run) -> dict[str, Any]:
+    """The engine fields ms-swift gives a vLLM engine of this run were `--use_vllm` turned on:
+    its vLLM's CUDA graphs (inside the budget from 0.21), the whole model gathered per sync (no
+    `--move_model_batches`), and 3.2-3.4's 256 sequences where `--vllm_max_num_seqs` is unset
+    (`Profile.default_max_num_seqs`). The writer holds a patch to them (`writer._release_engine`)."""
+    out: dict[str, Any] = {"cuda_graphs_in_budget": run.vllm >= SF.VLLM_GRAPHS_IN_BUDGET, "weight_sync_batches": 1}
+    if not run.profile.has_vllm_mode:
+        out["max_num_seqs"] = run.profile.default_max_num_seqs
+    return out
+
+
 def weight_sync(run: Run) -> dict[str, int]:
     """ms-swift gathers the weights for the engine in `move_model_batches` batches (None: the
     whole model at once)."""

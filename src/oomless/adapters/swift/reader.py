@@ -54,16 +54,18 @@ def import_config(path: Path, hardware: Any) -> Any:
     from .. import ImportResult
 
     text = read_text(path)
-    spec, ignored, notes = import_text(text, path.resolve().parent, hardware, str(path))
-    return ImportResult(spec, tuple(ignored), tuple(notes))
+    idle: dict[str, Any] = {}
+    spec, ignored, notes = import_text(text, path.resolve().parent, hardware, str(path), idle_engine=idle)
+    return ImportResult(spec, tuple(ignored), tuple(notes), idle)
 
 
 # --- import ----------------------------------------------------------------------------------
 
-def import_text(text: str, base_dir: Path, hardware: Any, source: str,
-                overlay: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: Mapping[str, str] | None = None,
+                idle_engine: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """A script's text → (spec dict, ignored lines, notes). ``overlay`` maps file names next to
-    the script to their text (export checks a script before writing its files)."""
+    the script to their text (export checks a script before writing its files); ``idle_engine``
+    receives `ImportResult.idle_engine` (`layout.release_engine`) where the run generates with HF."""
     if hardware.gpu is None:
         raise InputError("--gpu", "required with --from swift: the script does not name the GPU type")
     directives = read_directives(text)
@@ -90,6 +92,8 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str,
     if rlhf_type != "grpo":
         raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo runs (ms-swift's default is dpo)")
     spec = _spec(run, rollout, hardware, read)
+    if idle_engine is not None and spec["rollout"]["engine"] == "hf":
+        idle_engine.update(swift_layout.release_engine(run))
     ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED, unknown=KC.unread_why)
     return spec, ignored, notes
 

@@ -18,6 +18,7 @@ from ...catalog.resolve import load_model
 from ...errors import InputError
 from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from . import keys as SF
+from . import patch_checks as PC
 from ..common import version_text
 from .. import key_tables as KT
 from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
@@ -35,6 +36,11 @@ class _CannotExpress(Exception):
     def __init__(self, field: str, why: str) -> None:
         super().__init__(f"{field}: {why}")
         self.field, self.why = field, why
+
+
+def _raise_if(problem: tuple[str, str] | None) -> None:
+    if problem is not None:
+        raise _CannotExpress(*problem)
 
 
 def export_files(spec: RunSpec) -> dict[str, str]:
@@ -287,6 +293,7 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
         # own process (layout._legacy); an engine per rank lives in that rank's process
         raise _CannotExpress("rollout.engine_in_trainer_process", "a colocated engine on every GPU outside the "
                              "training processes (its engines run inside them)")
+    _raise_if(PC.release_engine_problem(spec, profile))
     if not profile.has_vllm_mode:
         return _legacy_rollout(spec, arch, profile, env)
     if ro.engine == RolloutEngine.vllm_colocate:
@@ -298,7 +305,7 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
             # unset, ms-swift would size the engine batch × TP × steps, not as the plan did
             flags.append(("vllm_max_num_seqs", str(planned_max_num_seqs(spec))))
         return env, "", flags
-    _server_kept(spec)
+    _raise_if(PC.server_problem(spec))
     train = gpus - ro.num_gpus
     server = [("model", spec.model), *_engine_flags(spec, arch, profile, "vllm_tensor_parallel_size")]
     devices = ",".join(str(i) for i in range(train, gpus))
@@ -307,29 +314,6 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
     env = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(train)), "NPROC_PER_NODE": str(train)}
     return env, pre, [("use_vllm", "true"), ("vllm_mode", "server"), ("vllm_server_host", "127.0.0.1"),
                       ("vllm_server_port", "8000"), *_sync_flags(spec)]
-
-
-SERVER_FIELDS = ("num_gpus", "gpu_memory_utilization", "tensor_parallel_size", "max_model_len", "max_num_seqs",
-                 "enforce_eager", "limit_images_per_prompt", "cuda_graphs_in_budget")
-"""Engine fields of a vLLM server: flags of its own `swift rollout` command, not of `swift rlhf`."""
-
-
-def _server_kept(spec: RunSpec) -> None:
-    """Where a patch of the user's script is written (`common.fallback_spec`: the run before
-    it), a server engine must stay as the script runs it: the patch edits the training command,
-    and the server is another (`swift rollout`, or one the user starts elsewhere)."""
-    from ..common import fallback_spec
-
-    old = fallback_spec()
-    if old is None:
-        return
-    if old.rollout.engine != RolloutEngine.vllm_separate:
-        raise _CannotExpress("rollout.engine", "a vLLM server in a patch of the training command (the server is a "
-                             "`swift rollout` command of its own)")
-    changed = [name for name in SERVER_FIELDS if getattr(spec.rollout, name) != getattr(old.rollout, name)]
-    if changed:
-        raise _CannotExpress(f"rollout.{changed[0]}", f"{getattr(spec.rollout, changed[0])!r} in a patch of the "
-                             "training command: the vLLM server's own `swift rollout` command sets it")
 
 
 def _legacy_rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile,
