@@ -164,7 +164,7 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     hw = hardware(draw, "H100-80GB")
     world = hw["gpus_per_node"] * hw["num_nodes"]
     ulysses = draw(st.sampled_from([1, 2])) if world % 2 == 0 else 1
-    batch, lens = draw(rounds(world // ulysses)), draw(lengths())
+    batch, lens = draw(rounds(world // ulysses)), {**draw(lengths()), "max_prompt_counts_images": True}  # verl's bound
     if draw(st.booleans()):  # use_dynamic_bsz: micro-batches are what the token budget holds at the limits
         sequence = lens["max_prompt_tokens"] + lens["max_completion_tokens"]
         batch.update(max_tokens_per_gpu=batch["micro_batch_size"] * sequence, padding_free=True,

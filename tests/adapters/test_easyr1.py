@@ -155,20 +155,3 @@ def test_prompt_bound_counts_the_image_tokens(tmp_path: Path) -> None:
     path.write_text(BASE.replace("Qwen2.5-7B-Instruct", "Qwen2.5-VL-7B-Instruct"))
     assert import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec["lengths"]["max_prompt_counts_images"] is True
 
-
-def test_images_on_top_of_the_text_bound_are_written_into_easyr1s_bound(tmp_path: Path) -> None:
-    """A spec whose image tokens come on top of max_prompt_tokens (the spec default) exports a
-    max_prompt_length of text + the worst image tokens; read back, it plans the same sequences."""
-    from oomless.planner.plan import make_plan
-    from oomless.spec.load import resolve
-
-    data = seed_spec("s2-before.yaml").model_dump(mode="json")
-    data["lengths"]["max_prompt_counts_images"] = False
-    data["lengths"]["max_prompt_tokens"] = 512
-    spec = type(seed_spec("s2-before.yaml")).model_validate(data)
-    back = round_trip("easyr1", spec, tmp_path, **HW)[0]
-    run_in, run_back = resolve(spec), resolve(back)
-    plan_in = make_plan(run_in.spec, run_in.arch, run_in.gpu, run_in.archs)
-    plan_back = make_plan(run_back.spec, run_back.arch, run_back.gpu, run_back.archs)
-    assert back.lengths.max_prompt_counts_images and back.lengths.max_prompt_tokens == 512 + plan_in.shape.image_tokens_per_prompt
-    assert (plan_back.shape.prompt_len, plan_back.shape.image_tokens_per_prompt) == (plan_in.shape.prompt_len, plan_in.shape.image_tokens_per_prompt)

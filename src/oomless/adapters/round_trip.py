@@ -18,6 +18,17 @@ def image_tokens(spec: Any, arch: Any) -> int:
     return image_tokens_per_prompt(spec, arch)
 
 
+def prompt_bound_with_images(spec: Any) -> int:
+    """The prompt bound of a framework whose bound counts the image tokens (verl, EasyR1: the
+    readers set `lengths.max_prompt_counts_images`): a spec whose images come on top of its
+    text bound is written as text + the worst image tokens, which plans the same prompt."""
+    if spec.lengths.max_prompt_counts_images or spec.vision.images_per_prompt == 0:
+        return spec.lengths.max_prompt_tokens
+    from ..catalog.resolve import load_model
+
+    return spec.lengths.max_prompt_tokens + image_tokens(spec, load_model(spec.model))
+
+
 def same_spec_dict(spec: Any, arch: Any) -> dict[str, Any]:
     """A spec (RunSpec or dict) as a JSON dict with defaults that mean the same written out:
     `rollout.max_model_len` None is prompt + image + completion tokens (planner.shape), and

@@ -9,6 +9,7 @@ from .. import _native as N
 from ...mappings import flatten
 from .. import common as C
 from .. import schedule as SCH
+from ..round_trip import prompt_bound_with_images
 from .keys import DEFAULTS, ROL
 
 
@@ -38,18 +39,6 @@ def render_files(spec: Any) -> dict[str, str]:
         *([f"oomless: vllm=={spec.rollout.vllm_version}"] if spec.rollout.vllm_version else []),
     ])
     return {MAIN_FILE: head + N.dump_yaml(_spec_to_config(spec))}
-
-
-def _prompt_bound(spec: Any) -> int:
-    """EasyR1's max_prompt_length counts the image tokens (the reader's
-    `lengths.max_prompt_counts_images`): a spec whose images come on top of its text bound
-    is written as text + the worst image tokens, which plans the same prompt."""
-    if spec.lengths.max_prompt_counts_images or spec.vision.images_per_prompt == 0:
-        return spec.lengths.max_prompt_tokens
-    from ...catalog.resolve import load_model
-    from ..round_trip import image_tokens
-
-    return spec.lengths.max_prompt_tokens + image_tokens(spec, load_model(spec.model))
 
 
 def _spec_to_config(spec: Any) -> dict[str, Any]:
@@ -94,7 +83,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         rollout["max_model_len"] = ro.max_model_len
     round_prompts, update_prompts, trainer = _round(spec, world, micro)
     config: dict[str, Any] = {
-        "data": {"max_prompt_length": _prompt_bound(spec), "max_response_length": spec.lengths.max_completion_tokens,
+        "data": {"max_prompt_length": prompt_bound_with_images(spec), "max_response_length": spec.lengths.max_completion_tokens,
                  "rollout_batch_size": round_prompts, "max_pixels": spec.vision.max_pixels or DEFAULTS["data.max_pixels"],
                  "min_pixels": spec.vision.min_pixels or DEFAULTS["data.min_pixels"]},
         "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "disable_kl": spec.kl_beta == 0,

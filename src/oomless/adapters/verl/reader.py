@@ -173,7 +173,9 @@ def _batch(cfg: _Config, out: N.Collected) -> None:
     g = cfg.get
     prompt = C.as_int("data.max_prompt_length", g("data.max_prompt_length"), 1)
     response = C.as_int("data.max_response_length", g("data.max_response_length"), 1)
-    out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response})
+    # max_prompt_length bounds the processor's input_ids, image tokens included (RLHFDataset:
+    # filter_overlong_prompts measures them, truncation "error" refuses longer prompts).
+    out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response, "max_prompt_counts_images": True})
     out.set("batch.num_generations", C.as_int(f"{R}.n", g(f"{R}.n"), 1))
     sp = C.as_int(f"{A}.ulysses_sequence_parallel_size", g(f"{A}.ulysses_sequence_parallel_size"), 1)
     if sp > 1:

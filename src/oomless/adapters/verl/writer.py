@@ -9,6 +9,7 @@ from .. import _native as N
 from ...mappings import flatten
 from .. import common as C
 from .. import schedule as SCH
+from ..round_trip import prompt_bound_with_images
 from .keys import DEFAULTS, VERSION
 from .reader import R
 
@@ -115,7 +116,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         ref.update(log_prob_use_dynamic_bsz=True, log_prob_max_token_len_per_gpu=logprob)
     if spec.distribution.sequence_parallel_size > 1:
         actor["ulysses_sequence_parallel_size"] = spec.distribution.sequence_parallel_size
-    data: dict[str, Any] = {"max_prompt_length": spec.lengths.max_prompt_tokens,
+    data: dict[str, Any] = {"max_prompt_length": prompt_bound_with_images(spec),
                             "max_response_length": spec.lengths.max_completion_tokens, "train_batch_size": rnd.round_prompts}
     pixels = {k: v for k, v in (("max_pixels", spec.vision.max_pixels), ("min_pixels", spec.vision.min_pixels)) if v is not None}
     if pixels:
