@@ -13,6 +13,7 @@ size, which a launcher sets: the parse sees the processes oomless reads the laun
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 from pathlib import Path
@@ -26,9 +27,7 @@ def check(framework: str, original: Path, written: Path, cwd: Path, hardware: li
     """(accepted | rejected | not installed | not checked, detail)."""
     if framework != "trl":
         return "not installed", ""
-    try:
-        import trl  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("trl") is None:
         return "not installed", "trl"
     if _commands(original)[2] == "PPOConfig":
         return "not installed", "TRL's PPO scripts parse with PPOConfig, which trl 1.16 no longer has"

@@ -27,7 +27,7 @@ def render_doc(rows: list[Any], seconds: float, command: str, tolerance: float) 
         "`oomless fit --from FW FILE FLAGS --write OUT --top 5 --json`, then `oomless plan --from FW OUT/FILE",
         "FLAGS --json` on the written copy (on FILE when fit's answer changes nothing). A row is **ok** when",
         "fit found nothing that fits or the reader refuses the file (nothing to write), or the copy reads back, fits, and every phase's peak",
-        f"on every device group and the host equals fit's prediction for the configuration it patched within",
+        "on every device group and the host equals fit's prediction for the configuration it patched within",
         f"{tolerance:.0%}, with nothing fit could not write and no refusal by the framework's parser.",
         "The framework's parser: TRL's `TrlParser` (trl installed here); the other frameworks do not install",
         "on a CPU-only machine and are marked *not installed*.",
