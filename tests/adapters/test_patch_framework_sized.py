@@ -64,3 +64,21 @@ def test_trl_patch_keeps_the_launchers_processes_and_zero_setup(tmp_path: Path, 
     assert back.spec.rollout.num_gpus == before.spec.rollout.num_gpus
     b0, b1 = before.spec.batch, back.spec.batch
     assert b0.micro_batch_size * b0.gradient_accumulation_steps == b1.micro_batch_size * b1.gradient_accumulation_steps
+
+
+def test_vision_engine_length_holds_the_image_tokens(tmp_path: Path, monkeypatch) -> None:
+    """TRL's reader bounds prompts by vllm_max_model_length less the completion and the images;
+    a length written without the image tokens read back a shorter prompt bound, so the fastest
+    answer (HF → vLLM on grpo_vlm.py's example) was passed over for alternative #2."""
+    monkeypatch.chdir(CORPUS / "trl" / "HEAD")
+    source = "examples/scripts/grpo_vlm.py.L48-61.sh"
+    flags = HardwareFlags(gpu="A100-80GB")
+    before, _ = load_native(Path(source), "trl", flags)
+    result = CliRunner().invoke(app, ["fit", "--from", "trl", source, "--gpu", "A100-80GB", "--write", str(tmp_path),
+                                      "--top", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["native"]["patched_choice"] == 0 and document["native"]["cannot_express"] is None
+    assert document["best"]["spec"]["rollout"]["engine"] != "hf", "the case must move generation to vLLM"
+    back, _ = load_native(tmp_path / Path(source).name, "trl", flags)
+    assert back.spec.lengths.max_prompt_tokens == before.spec.lengths.max_prompt_tokens

@@ -15,7 +15,7 @@ from ...catalog.resolve import load_model
 from ...errors import InputError
 from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from ..common import cannot_express, fallback_spec, version_text
-from ..round_trip import first_difference, same_spec_dict, value_at
+from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
 from .launch import GRAPHS_IN_BUDGET
@@ -181,10 +181,18 @@ def _rollout(spec: RunSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"use_vllm": True, "vllm_mode": "colocate",
                            "vllm_gpu_memory_utilization": ro.gpu_memory_utilization,
                            "vllm_tensor_parallel_size": ro.tensor_parallel_size,
-                           "vllm_max_model_length": ro.max_model_len or spec.max_sequence_tokens}
+                           "vllm_max_model_length": _model_len(spec)}
     if ro.sleep_level:
         out["vllm_enable_sleep_mode"] = True
     return out
+
+
+def _model_len(spec: RunSpec) -> int:
+    """The engine's max_model_len: the spec's, else the longest sequence with its worst-case
+    image tokens, as the planner sizes an unset one (the reader takes the prompt bound as this
+    less the completion and the images: a length without them read back 1,377 prompt tokens short
+    on TRL's grpo_vlm.py example)."""
+    return spec.rollout.max_model_len or spec.max_sequence_tokens + image_tokens(spec, load_model(spec.model))
 
 
 def _accelerate(spec: RunSpec, train_gpus: int, files: dict[str, str]) -> dict[str, Any]:
@@ -219,7 +227,7 @@ def _launch(spec: RunSpec, train_gpus: int, head: str) -> str:
                  f"--tensor_parallel_size {ro.tensor_parallel_size} "
                  f"--data_parallel_size {ro.num_gpus // ro.tensor_parallel_size} "
                  f"--gpu_memory_utilization {ro.gpu_memory_utilization} "
-                 f"--max_model_len {ro.max_model_len or spec.max_sequence_tokens}")
+                 f"--max_model_len {_model_len(spec)}")
         if ro.enforce_eager:
             serve += " --enforce_eager true"
         lines += ["# The vLLM server on its own GPU(s); training waits for it.", serve + " &", "sleep 120", ""]
