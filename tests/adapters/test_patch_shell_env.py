@@ -43,3 +43,38 @@ def test_s1_after_fastest_answer_is_written(tmp_path: Path) -> None:
     assert "NPROC_PER_NODE=3 → 4" in native["changes"]
     assert "reads it back: fits" in native["read_back"]
     assert "NPROC_PER_NODE=4 \\\n" in (tmp_path / source.name).read_text()
+
+
+SCRIPT = """CUDA_VISIBLE_DEVICES=0 \\
+NPROC_PER_NODE=1 \\
+swift rlhf \\
+    --rlhf_type grpo \\
+    --model Qwen/Qwen2.5-0.5B \\
+    --tuner_type full \\
+    --use_vllm true \\
+    --vllm_mode colocate \\
+    --per_device_train_batch_size 4 \\
+    --gradient_accumulation_steps 2 \\
+    --num_generations 4
+"""
+
+
+def test_an_added_process_gets_its_gpu_made_visible(tmp_path: Path) -> None:
+    """A patch that adds a training process also makes its GPU visible: NPROC_PER_NODE 1 → 2
+    under `CUDA_VISIBLE_DEVICES=0` does not read back (the reader refuses more processes than
+    visible GPUs); ms-swift's tree_rollout.sh had been written as alternative #5 for it."""
+    from oomless.adapters import HardwareFlags
+    from oomless.adapters.patch import settled_patch
+    from oomless.cli.import_cmd import load_native
+
+    path = tmp_path / "run.sh"
+    path.write_text(SCRIPT)
+    run, _ = load_native(path, "swift", HardwareFlags(gpu="A100-80GB"))
+    assert run.spec.hardware.gpus_per_node == 1
+    wider = run.spec.model_copy(update={
+        "hardware": run.spec.hardware.model_copy(update={"gpus_per_node": 2}),
+        "batch": run.spec.batch.model_copy(update={"gradient_accumulation_steps": 1})})
+    patch, problems, back = settled_patch("swift", path, SCRIPT, run.spec, wider, HardwareFlags(gpu="A100-80GB"), run.arch)
+    assert "CUDA_VISIBLE_DEVICES=0 → 0,1" in [c.shown for c in patch.changes]
+    assert "NPROC_PER_NODE=1 → 2" in [c.shown for c in patch.changes]
+    assert not problems and back.spec.hardware.gpus_per_node == 2

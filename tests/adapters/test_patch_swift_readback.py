@@ -32,6 +32,7 @@ from oomless.cli.import_cmd import load_native
 from oomless.cli.main import app
 from oomless.planner.plan import make_plan
 from oomless.spec.load import parse_spec
+from oomless.spec.run import RolloutEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [
@@ -172,3 +173,18 @@ def test_the_idle_engine_adds_no_warning() -> None:
     run, raw = load_native(ROOT / LMDEPLOY, "swift", HardwareFlags(gpu="A800-80GB"))
     assert raw["rollout"]["engine"] == "hf" and raw["rollout"]["weight_sync_batches"] == 1
     assert not [w for w in run.warnings if " is ignored" in w]
+
+
+def test_a_patch_does_not_drop_the_scripts_server() -> None:
+    """tree_rollout.sh starts `swift rollout` on GPU 0 and trains on GPU 1; an engine colocated on
+    both would share GPU 0 with the server the copy still starts: unsayable, so fit does not
+    offer it (it had been the fastest answer, NPROC_PER_NODE 1 → 2)."""
+    tree = ROOT / "tests/real_configs/swift/HEAD/examples/train/grpo/plugin/treepo/tree_rollout.sh"
+    run, _ = load_native(tree, "swift", HardwareFlags(gpu="A100-80GB"))
+    assert run.spec.rollout.engine.value == "vllm_separate"
+    colocated = run.spec.model_copy(update={
+        "rollout": run.spec.rollout.model_copy(update={"engine": RolloutEngine.vllm_colocate, "num_gpus": 1}),
+        "placement": run.spec.placement.model_copy(update={"groups": None})})
+    with C.collect_unexpressed(run.spec) as found:
+        SW.native_settings(colocated)
+    assert "rollout.engine" in [field for field, _ in found]

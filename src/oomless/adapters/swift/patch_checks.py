@@ -42,18 +42,26 @@ SERVER_FIELDS = ("num_gpus", "gpu_memory_utilization", "tensor_parallel_size", "
 """Engine fields of a vLLM server: flags of its own `swift rollout` command, not of `swift rlhf`."""
 
 
-def server_problem(spec: RunSpec) -> tuple[str, str] | None:
+def server_problem(spec: RunSpec, profile: SF.Profile) -> tuple[str, str] | None:
     """Where a patch of the user's script is written (`common.fallback_spec`: the run before
-    it), a server engine must stay as the script runs it: the patch edits the training command,
-    and the server is another (`swift rollout`, or one the user starts elsewhere)."""
+    it), a server engine must stay as the script runs it, and none is added or dropped: the
+    patch edits the training command, and the server is another (`swift rollout`, or one the
+    user starts elsewhere; tree_rollout.sh's would have stayed on GPU 0 under an engine
+    colocated on GPUs 0 and 1)."""
     from ..common import fallback_spec
 
     old = fallback_spec()
-    if old is None:
+    if old is None or not profile.has_vllm_mode:  # 3.2-3.4's engine on a spare GPU is swift rlhf's own
         return None
-    if old.rollout.engine != RolloutEngine.vllm_separate:
+    was, now = (s.rollout.engine == RolloutEngine.vllm_separate for s in (old, spec))
+    if not was and now:
         return ("rollout.engine", "a vLLM server in a patch of the training command (the server is a "
                 "`swift rollout` command of its own)")
+    if was and not now:
+        return ("rollout.engine", f"{spec.rollout.engine.value} in a patch of the training command: the script's vLLM "
+                "server (`swift rollout`, or one started elsewhere) keeps running on its GPUs")
+    if not now:
+        return None
     changed = [name for name in SERVER_FIELDS if getattr(spec.rollout, name) != getattr(old.rollout, name)]
     if changed:
         return (f"rollout.{changed[0]}", f"{getattr(spec.rollout, changed[0])!r} in a patch of the "

@@ -276,16 +276,20 @@ def _check_colocate_max_num_seqs(spec: RunSpec, profile: SF.Profile) -> None:
 
 
 def _rollout_settings(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple[str, Any]]:
-    """The vLLM flags, and the training processes per node as the `env:` key the script patcher
-    edits where the script sets NPROC_PER_NODE (`patch.shell_text.ENV_PREFIX`)."""
+    """The vLLM flags, and the training processes per node and the GPUs they see as the `env:`
+    keys the script patcher edits where the script sets them (`patch.shell_text.ENV_PREFIX`):
+    a patch that adds a process also makes its GPU visible (tree_rollout.sh: NPROC_PER_NODE 1 → 2
+    under CUDA_VISIBLE_DEVICES=0 did not read back)."""
     env, _, flags = _rollout(spec, arch, profile)
-    return [*flags, ("env:NPROC_PER_NODE", env["NPROC_PER_NODE"])]
+    visible = env.get("CUDA_VISIBLE_DEVICES") or ",".join(str(i) for i in range(int(env["NPROC_PER_NODE"])))
+    return [*flags, ("env:NPROC_PER_NODE", env["NPROC_PER_NODE"]), ("env:CUDA_VISIBLE_DEVICES", visible)]
 
 
 def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[str, str], str, list[tuple[str, Any]]]:
     """(environment of `swift rlhf`, commands before it, its vLLM flags)."""
     ro, gpus = spec.rollout, spec.hardware.gpus_per_node
     env = {"NPROC_PER_NODE": str(gpus)}
+    _raise_if(PC.server_problem(spec, profile))
     if ro.engine == RolloutEngine.hf:
         return env, "", [("use_vllm", "false")]
     if ro.engine == RolloutEngine.vllm_colocate and spec.placement.groups is None and not ro.engine_in_trainer_process:
@@ -305,7 +309,6 @@ def _rollout(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> tuple[dict[
             # unset, ms-swift would size the engine batch × TP × steps, not as the plan did
             flags.append(("vllm_max_num_seqs", str(planned_max_num_seqs(spec))))
         return env, "", flags
-    _raise_if(PC.server_problem(spec))
     train = gpus - ro.num_gpus
     server = [("model", spec.model), *_engine_flags(spec, arch, profile, "vllm_tensor_parallel_size")]
     devices = ",".join(str(i) for i in range(train, gpus))
