@@ -144,3 +144,25 @@ def test_text_only_setup_traces_no_tower() -> None:
     setup = dataclasses.replace(_setup(), images_per_sequence=0, image_tokens_per_sequence=0)
     tiny_text = {k: v for k, v in TINY_VL.items() if k != "vision_config"} | {"model_type": "qwen2"}
     assert run_trace(tiny_text, setup).vision is None
+
+
+@pytest.mark.parametrize("counts_images", [False, True])
+def test_traced_prompt_and_images_are_the_plans(counts_images: bool) -> None:
+    """The traced sequence holds the plan's prompt (text + image tokens, or the bound when it
+    counts the images and caps their area) and each image the plan's worst patches."""
+    from oomless.planner.plan import make_plan
+    from oomless.spec.load import parse_spec, resolve
+    from oomless.trace.compare import setup_from_spec
+    from oomless.trace.vision_plan import predict_vision
+
+    data = merged(BASE_SPEC, model="Qwen/Qwen2.5-VL-3B-Instruct",
+                  **{"vision": {"images_per_prompt": 2, "max_pixels": 12845056},
+                     "lengths.max_prompt_tokens": 1024, "lengths.max_prompt_counts_images": counts_images})
+    run = resolve(parse_spec(data))
+    setup, plan = setup_from_spec(run.spec, run.arch), make_plan(run.spec, run.arch, run.gpu)
+    vision = predict_vision(plan)
+    assert vision is not None
+    t, h, w = setup.image_grid_thw
+    assert t * h * w == vision.num_patches and setup.images_per_sequence == 2
+    assert setup.prompt_len + setup.image_tokens_per_sequence == plan.shape.prompt_len
+    assert (setup.prompt_len + setup.image_tokens_per_sequence <= 1024) == counts_images

@@ -91,15 +91,16 @@ def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
     tower is traced: `vision_plan.vision_setup_fields`), attention, checkpointing, logits mode
     and optimizer."""
     ft = spec.finetune
+    fields = {"prompt_len": spec.lengths.max_prompt_tokens, **vision_setup_fields(spec, arch)}
     return TraceSetup(
         model=spec.model, model_type=arch.text_model_type, algorithm=spec.algorithm.value, num_sequences=spec.batch.micro_batch_size,
-        logprob_sequences=spec.logprob_micro_batch_size, prompt_len=spec.lengths.max_prompt_tokens,
+        logprob_sequences=spec.logprob_micro_batch_size,
         completion_len=spec.lengths.max_completion_tokens, attention=spec.attention.value,
         checkpointing=spec.gradient_checkpointing, logits=spec.logits.value, optimizer=spec.optimizer.value,
         precision=spec.precision.value, kl_beta=spec.kl_beta, finetune=ft.method.value, lora_rank=ft.lora_rank,
         lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout,
         lora_targets=ft.lora_targets if isinstance(ft.lora_targets, str) else tuple(ft.lora_targets),
-        **vision_setup_fields(spec, arch),
+        **fields,
     )
 
 

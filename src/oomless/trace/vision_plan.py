@@ -40,11 +40,14 @@ def tower_traced(arch: ModelArch) -> bool:
     return arch.vision is not None and arch.vision.model_type in TRACED_TOWERS
 
 
-def resize_limits(spec: RunSpec) -> tuple[int, int]:
-    """(min_pixels, max_pixels) of the processor: the spec's, else Qwen2.5-VL's defaults
-    (the same defaults `planner.vision_terms` uses)."""
+def resize_limits(spec: RunSpec, arch: ModelArch) -> tuple[int, int]:
+    """(min_pixels, max_pixels) of the worst image the plan sizes: the processor's (the spec's,
+    else Qwen2.5-VL's defaults), the area capped to what the prompt bound holds when it counts
+    the images (`planner.vision_terms.prompt_image_area_cap`, `lengths.max_prompt_counts_images`)."""
     v = spec.vision
-    return v.min_pixels or C.QWEN_VL_MIN_PIXELS, v.max_pixels or C.QWEN_VL_MAX_PIXELS
+    smallest, largest = v.min_pixels or C.QWEN_VL_MIN_PIXELS, v.max_pixels or C.QWEN_VL_MAX_PIXELS
+    cap = VT.prompt_image_area_cap(spec, arch)
+    return smallest, largest if cap is None else max(smallest, min(largest, cap))
 
 
 def worst_image_grid(v: VisionArch, min_pixels: int, max_pixels: int) -> tuple[int, int, int]:
@@ -78,13 +81,16 @@ def vision_setup_fields(spec: RunSpec, arch: ModelArch) -> dict[str, Any]:
         return {}
     v = arch.vision
     assert v is not None
-    grid = worst_image_grid(v, *resize_limits(spec))
-    tokens_per_image = grid[0] * grid[1] * grid[2] // v.spatial_merge_size ** 2
+    grid = worst_image_grid(v, *resize_limits(spec, arch))
     images = spec.vision.images_per_prompt
-    return {
-        "images_per_sequence": images, "image_grid_thw": grid, "image_tokens_per_sequence": images * tokens_per_image,
+    image_tokens = images * (grid[0] * grid[1] * grid[2] // v.spatial_merge_size ** 2)
+    fields: dict[str, Any] = {
+        "images_per_sequence": images, "image_grid_thw": grid, "image_tokens_per_sequence": image_tokens,
         "vision_trains": VT.tower_trains(spec), "vision_checkpointing": VT.tower_checkpointing(spec, arch),
     }
+    if spec.lengths.max_prompt_counts_images:  # the bound holds text and images (`prompt_tokens_with_images`)
+        fields["prompt_len"] = max(0, spec.lengths.max_prompt_tokens - image_tokens)
+    return fields
 
 
 @dataclass(frozen=True)
@@ -125,8 +131,7 @@ def predict_vision(plan: Plan) -> VisionPrediction | None:
         return None
     v = arch.vision
     assert v is not None
-    min_pixels, max_pixels = resize_limits(spec)
-    patches = VZ.max_image_patches(v, max_pixels=max_pixels, min_pixels=min_pixels, max_tiles=spec.vision.max_tiles)
+    patches = VT.patches_per_image(spec, arch)
     images = plan.shape.train_batch.num_sequences * spec.vision.images_per_prompt
     dense, attention = spec.vision.dense_attention_mask, spec.attention
     trains, checkpointing = VT.tower_trains(spec), VT.tower_checkpointing(spec, arch)
