@@ -172,10 +172,24 @@ def time_fresh(spec_path: Path, runs: int, src: Path = ROOT / "src") -> dict[str
     return out
 
 
-def time_cli(spec_path: Path, runs: int, src: Path) -> dict[str, Any]:
-    """The whole `oomless fit SPEC` process (interpreter start-up, imports, fit, printing)."""
-    wall, cpu = [], []
+def compile_bytecode(src: Path) -> None:
+    """Write the tree's bytecode, as an installed package has it. Without it every run compiles
+    each changed or extracted module from source (~50 ms of `oomless fit` here, more for a
+    `git archive` tree), and with PYTHONDONTWRITEBYTECODE set, as in this environment, it
+    does so on every run."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "oomless")], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def time_cli(spec_path: Path, runs: int, src: Path, compiled: bool = False) -> dict[str, Any]:
+    """The whole `oomless fit SPEC` process (interpreter start-up, imports, fit, printing), its
+    bytecode written first (unless ``compiled``); the 1-minute load average before each run
+    is kept with it."""
+    if not compiled:
+        compile_bytecode(src)
+    wall, cpu, load = [], [], []
     for _ in range(runs):
+        load.append(round(os.getloadavg()[0], 2))
         before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "oomless", "fit", str(spec_path)], cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, check=False, env={**os.environ, "PYTHONPATH": str(src)})
@@ -183,7 +197,8 @@ def time_cli(spec_path: Path, runs: int, src: Path) -> dict[str, Any]:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         assert done.returncode in (0, 1), done.stderr
-    return {"runs": runs, "wall_min": min(wall), "wall_median": statistics.median(wall), "cpu_min": min(cpu)}
+    return {"runs": runs, "wall_min": min(wall), "wall_median": statistics.median(wall), "cpu_min": min(cpu),
+            "cpu_median": statistics.median(cpu), "wall": [round(w, 3) for w in wall], "load_1min": load}
 
 
 def source_tree(commit: str, into: Path) -> tuple[str, Path]:
@@ -205,6 +220,36 @@ def compare_trees(trees: dict[str, Path], specs: list[str], runs: int) -> list[d
         for label, src in trees.items():
             out.append({"spec": spec, "tree": label, "in_process": time_fresh(path, runs, src), "cli": time_cli(path, runs, src)})
     return out
+
+
+def compare_cli(trees: dict[str, Path], specs: list[str], runs: int) -> list[dict[str, Any]]:
+    """`--cli-only`: the whole `oomless fit SPEC` process alone, one run per tree in turn, so a
+    change of the machine's load meets every tree alike; median and minimum per tree."""
+    out = []
+    for spec in specs:
+        path = (ROOT / spec).resolve()
+        rows: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+        for src in trees.values():
+            compile_bytecode(src)
+        for _ in range(runs):
+            for label, src in trees.items():
+                rows[label].append(time_cli(path, 1, src, compiled=True))
+        for label, one in rows.items():
+            wall, cpu = [r["wall_min"] for r in one], [r["cpu_min"] for r in one]
+            load = [r["load_1min"][0] for r in one]
+            out.append({"spec": spec, "tree": label, "cli": {
+                "runs": runs, "wall_median": statistics.median(wall), "wall_min": min(wall), "cpu_median": statistics.median(cpu),
+                "cpu_min": min(cpu), "wall": [round(w, 3) for w in wall], "load_1min": load}})
+    return out
+
+
+def cli_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| spec | tree | wall median / min | CPU median / min | 1-min load before the runs |", "|---|---|---|---|---|"]
+    for r in rows:
+        c = r["cli"]
+        lines.append(f"| {Path(r['spec']).name} | {r['tree']} | {c['wall_median']:.3f} / {c['wall_min']:.3f} s "
+                     f"| {c['cpu_median']:.3f} / {c['cpu_min']:.3f} s | {min(c['load_1min']):.2f}-{max(c['load_1min']):.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def run_spec(spec: str, configs: int, runs: int, seed: int) -> dict[str, Any]:
@@ -309,16 +354,22 @@ def main() -> None:
     parser.add_argument("--src-dirs", nargs="*", default=[], metavar="LABEL=DIR",
                         help="Further source trees to compare (a src folder, e.g. a commit with one change applied).")
     parser.add_argument("--compare-specs", nargs="*", default=list(COMPARED_SPECS), help="Specs of the comparison.")
+    parser.add_argument("--cli-only", type=int, default=0, metavar="RUNS",
+                        help="Only the whole `oomless fit` process of --compare-specs, RUNS runs per tree taken in "
+                        "turn (results in fit-speed-cli.json/.md).")
     args = parser.parse_args()
     load_start = [round(x, 2) for x in os.getloadavg()]
     commits: set[str] = set()
-    results = [run_spec(s, args.configs, args.runs, args.seed) for s in args.specs]
+    results = [] if args.cli_only else [run_spec(s, args.configs, args.runs, args.seed) for s in args.specs]
     with tempfile.TemporaryDirectory() as tmp:
         trees = dict(source_tree(c, Path(tmp)) for c in args.commits)
         commits.update(trees)
         trees.update((label, Path(folder)) for label, _, folder in (d.partition("=") for d in args.src_dirs))
         trees = trees or {"working tree": ROOT / "src"}
-        comparison = compare_trees(trees, args.compare_specs, FRESH_RUNS)
+        if args.cli_only:
+            comparison = compare_cli(trees, args.compare_specs, args.cli_only)
+        else:
+            comparison = compare_trees(trees, args.compare_specs, FRESH_RUNS)
     doc = {
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([os.path.relpath(sys.executable, Path.cwd()), *sys.argv]),
@@ -332,6 +383,12 @@ def main() -> None:
         "environment": environment(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.cli_only:
+        (args.out / "fit-speed-cli.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        text = f"# `oomless fit` process\n\n`{doc['command']}`, {doc['recorded_at']}\n\n{cli_table(comparison)}"
+        (args.out / "fit-speed-cli.md").write_text(text, encoding="utf-8")
+        print(text)
+        return
     (args.out / "fit-speed.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     (args.out / "fit-speed.md").write_text(markdown(doc), encoding="utf-8")
     print(markdown(doc))

@@ -142,7 +142,10 @@ class Region:
         self._partial_specs: dict[tuple[object, ...], RunSpec] = {}
         self.groups = placement_groups(base)
         """The region's placement: its layout fixes it (no factor moves a field it reads)."""
-        self._work_keys = [_time_key(o.overrides) for o in factors[1].options]
+        time_keys: dict[tuple[tuple[str, object], ...], int] = {}
+        self._work_keys = [time_keys.setdefault(_time_key(o.overrides), j) for j, o in enumerate(factors[1].options)]
+        """Per work option: the first work option with the same time key (its overrides but the
+        logits kernel), an int that is quick to hash where the tuple holds enums."""
         self._same_fields = _same_fields(factors)
         self.base_index = [min(range(len(f.options)), key=lambda j, f=f: f.options[j].num_changes) for f in factors]
         self._choose_engine_base()
