@@ -62,6 +62,14 @@ def render_doc(rows: list[Any], seconds: float, command: str, tolerance: float) 
             "", "| file | hardware | fit | read-back | reason |", "|---|---|---|---|---|"]
     for r in bad:
         out.append(f"| `{r.id}` | {' '.join(r.hardware)} | {r.fit} | {r.plan} | {_cell(r.mismatch)} |")
+    if not bad:
+        out.append("| (none) | | | | |")
+    later = [r for r in rows if r.patched_choice]
+    out += ["", "## Answers written as an alternative", "",
+            "fit patches the first of its answers (best first) whose copy reads back as fitting; these files got a",
+            "later one because the faster ones cannot be written in the file (each is an ok row).", "",
+            "| file | hardware | alternative # |", "|---|---|---:|"]
+    out += [f"| `{r.id}` | {' '.join(r.hardware)} | {r.patched_choice} |" for r in later] or ["| (none) | | |"]
     out += ["", "## Every written copy", "",
             "| file | hardware | changes | read-back | peaks | parser |", "|---|---|---|---|---|---|"]
     for r in written:

@@ -82,3 +82,20 @@ def test_vision_engine_length_holds_the_image_tokens(tmp_path: Path, monkeypatch
     assert document["best"]["spec"]["rollout"]["engine"] != "hf", "the case must move generation to vLLM"
     back, _ = load_native(tmp_path / Path(source).name, "trl", flags)
     assert back.spec.lengths.max_prompt_tokens == before.spec.lengths.max_prompt_tokens
+
+
+def test_a_colocated_trl_engine_cannot_be_eager(monkeypatch) -> None:
+    """GRPOConfig has no enforce_eager key for the colocated engine (TRL 1.16 builds it with CUDA
+    graphs): fit's eager answers for TRL read back graph-capturing (RTX-4090, ppo_trainer.md's
+    example). Now unsayable, so fit does not offer them."""
+    from oomless.adapters import common as C
+    from oomless.adapters.trl import writer as TW
+    from oomless.spec.run import RolloutEngine
+
+    monkeypatch.chdir(CORPUS / "trl" / "v1.5.0")
+    run, _ = load_native(Path("docs/source/grpo_trainer.md.L767-770.sh"), "trl", HardwareFlags(gpu="A100-80GB"))
+    colocated = run.spec.model_copy(update={"rollout": run.spec.rollout.model_copy(
+        update={"engine": RolloutEngine.vllm_colocate, "enforce_eager": True})})
+    with C.collect_unexpressed() as found:
+        TW.native_settings(colocated)
+    assert [field for field, _ in found] == ["rollout.enforce_eager"]

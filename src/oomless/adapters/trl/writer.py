@@ -178,6 +178,9 @@ def _rollout(spec: RunSpec) -> dict[str, Any]:
         return {"use_vllm": False}
     if ro.engine == RolloutEngine.vllm_separate:
         return {"use_vllm": True, "vllm_mode": "server"}
+    if ro.enforce_eager:  # GRPOConfig has no such key: TRL's colocated LLM(...) always captures CUDA graphs
+        cannot_express("rollout.enforce_eager", "True cannot be written for TRL: its colocated engine has no "
+                       "enforce_eager key (trl 1.16 grpo_trainer.py LLM(...)); allowed: False")
     out: dict[str, Any] = {"use_vllm": True, "vllm_mode": "colocate",
                            "vllm_gpu_memory_utilization": ro.gpu_memory_utilization,
                            "vllm_tensor_parallel_size": ro.tensor_parallel_size,
