@@ -84,7 +84,7 @@ def _feasible(picks: list[Pick], partners: list[Pick]) -> list[Pick]:
     """Picks that fit with at least the best partner on every constraint separately."""
     if not partners:
         return []
-    best = [max(p[3][c] for p in partners) for c in range(len(partners[0][3]))]
+    best = [max(column) for column in zip(*(p[3] for p in partners))]  # per constraint, the partners' largest slack
     if not best:
         return list(picks)
     return [p for p in picks if min(map(operator.add, p[3], best)) >= 0]
