@@ -153,3 +153,14 @@ def test_fit_judges_growth_over_the_steps() -> None:
     short = _plan({"rollout.vllm_version": "0.7.3", "schedule.max_steps": 4})
     assert short.timeline.crossing_step is None
     assert len(slack_vector(short, FitOptions().effective_margin)) == len(slack_vector(plan, FitOptions().effective_margin))
+
+
+def test_extras_over_base_give_the_peak_over_the_largest_phase() -> None:
+    from oomless.planner.timeline import Growth, Timeline
+
+    for horizon, every, save in ((12, 5, 50), (12, 5, 5), (10, 5, 50), (4, 5, 500), (12, None, 0), (None, 5, 50)):
+        tl = Timeline(horizon, 100, 1000, (Growth("g", 10, "s"),), every, save, None)
+        extras = tl.extras_over_base()
+        assert (tl.peak_bytes() is None) == (extras == ())
+        if extras:
+            assert tl.base_bytes + max(extras) == tl.peak_bytes()

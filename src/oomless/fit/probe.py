@@ -95,9 +95,10 @@ def slack_vector(plan: Plan, margin: Margin) -> list[int]:
     limit = plan.host.limit_bytes
     if limit is not None:
         out += [limit - margin.of(limit) - p.peak_bytes for p in plan.host.phases]
-        over_steps = plan.timeline.peak_bytes() if plan.timeline is not None else None
-        if over_steps is not None:  # growth over the run's steps and checkpoint saves (planner.timeline)
-            out.append(limit - margin.of(limit) - over_steps)
+        # Growth over the run's steps and checkpoint saves (planner.timeline), on top of each host
+        # phase: the same minimum as the timeline's peak over the largest phase, but additive.
+        extras = plan.timeline.extras_over_base() if plan.timeline is not None else ()
+        out += [limit - margin.of(limit) - p.peak_bytes - extra for extra in extras for p in plan.host.phases]
     return out
 
 

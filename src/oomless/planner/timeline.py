@@ -52,6 +52,17 @@ class Timeline:
         saving = self.save_every is not None and step % self.save_every == 0
         return self.base_bytes + self.growth_bytes_per_step * (step - 1) + (self.save_bytes if saving else 0)
 
+    def extras_over_base(self) -> tuple[int, ...]:
+        """What growth and saves add to a steady host phase at the horizon's candidate peaks
+        (its last step; the last save before it when that is another step): each is a sum of
+        terms, so fit can predict it additively per host phase; () without a horizon."""
+        if self.horizon_steps is None:
+            return ()
+        last = self.host_bytes_at(self.horizon_steps) - self.base_bytes
+        if not self.save_every or self.save_every > self.horizon_steps or self.horizon_steps % self.save_every == 0:
+            return (last,)
+        return (last, self.host_bytes_at(self.horizon_steps - self.horizon_steps % self.save_every) - self.base_bytes)
+
     def peak_bytes(self) -> int | None:
         """The node's largest host bytes over the horizon (the last step, or the last save
         before it when a save spike is larger); None without a horizon."""
