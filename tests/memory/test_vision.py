@@ -189,13 +189,17 @@ def test_tiny_backward_transient_by_hand() -> None:
 
 
 def test_tiny_inference_peak_by_hand() -> None:
-    # stream 2·2·8 = 32 per patch; norm 2·4·8 = 64; attention 48 + max(rotary 5·4·8 = 160,
-    # q, k, out 48) = 208; MLP 3·2·16 = 96 -> 16 · (32 + 208).
-    assert V.vision_inference_peak_bytes(TINY, PATCHES, 1, FLASH) == 16 * 240
-    # eager: + one full-attention chunk of scores 6 B · 2 heads · 16² = 3072.
-    assert V.vision_inference_peak_bytes(TINY, PATCHES, 1, EAGER) == 16 * 240 + 3072
-    # dense sdpa, 2 images: scores over 32 patches 6·2·32² + bool and bf16 mask 3·32².
-    assert V.vision_inference_peak_bytes(TINY, PATCHES, 2, SDPA, dense_mask=True) == 32 * 240 + 12288 + 3072
+    # stream 2·2·8 = 32 per patch; held: bf16 pixels 2·3·2·14² = 2352 + fp32 cos/sin 2·4·4 = 32;
+    # norm 2·4·8 = 64; attention qkv 48 + max(rotary 6·4·8 = 192, q, k, out 48) = 240;
+    # MLP 3·2·16 = 96 -> 16 · (32 + 2384 + 240).
+    assert V.inference_held_bytes_per_patch(TINY) == 2352 + 32
+    assert V.vision_inference_peak_bytes(TINY, PATCHES, 1, FLASH) == 16 * (32 + 2384 + 240)
+    # eager: q, k, out + copy 64 per patch beside one full-attention chunk of scores,
+    # 10 B (bf16 scores, fp32 upcast, fp32 softmax) · 2 heads · 16² = 5120, above the rotary stage.
+    assert V.vision_inference_peak_bytes(TINY, PATCHES, 1, EAGER) == 16 * (32 + 2384) + 16 * 48 + 16 * 64 + 5120
+    # dense sdpa, 2 images: scores over 32 patches 10·2·32² + bool and bf16 mask 3·32².
+    assert V.vision_inference_peak_bytes(TINY, PATCHES, 2, SDPA, dense_mask=True) == \
+        32 * (32 + 2384) + 32 * 48 + 32 * 64 + 20480 + 3072
 
 
 def test_tiny_merger_and_encoder_cache_by_hand() -> None:

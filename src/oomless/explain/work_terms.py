@@ -88,14 +88,17 @@ def _tower_forward_peak(ctx: Ctx, arch: ModelArch, images: int, patches: int) ->
     """`vision.vision_inference_peak_bytes`: residual stream and block input, plus the largest
     block-internal transient (norm, attention with its eager scores, MLP)."""
     v, attention, dense = arch.vision, ctx.spec.attention, ctx.spec.vision.dense_attention_mask
-    norm, attn, mlp = VZ._inference_parts_per_patch(v, attention)
-    score_bytes = 2 * VZ.INTERN_EAGER_SCORE_BYTES if VZ._tower(v) == VZ.INTERN_VIT else VZ.HF_EAGER_SCORE_BYTES
-    scores = VZ._eager_score_bytes(v, attention, patches, images, dense, score_bytes)
-    return Formula("2 * B * h * images * patches + max(norm * images * patches, attn * images * patches + scores, mlp * images * patches)", (
+    norm, qkv, rotary, rest, mlp = VZ._inference_parts_per_patch(v, attention)
+    scores = VZ._eager_score_bytes(v, attention, patches, images, dense, VZ.inference_score_bytes(v))
+    return Formula("(2 * B * h + held) * images * patches + max(norm * images * patches, qkv * images * patches"
+                   " + max(rotary * images * patches, rest * images * patches + scores), mlp * images * patches)", (
         Input("B", A.B, "bf16 bytes"), Input("h", v.hidden_size, "the tower's hidden size"),
+        Input("held", VZ.inference_held_bytes_per_patch(v), "bytes per patch held through the forward (bf16 pixels, fp32 rotary tables)"),
         Input("images", images, "images in the forward: sequences × images_per_prompt"),
         Input("patches", patches, "patches per image (the processor's resize limits)"),
-        Input("norm", norm, "bytes per patch of the norm's fp32 transient"), Input("attn", attn, "bytes per patch of the attention block"),
+        Input("norm", norm, "bytes per patch of the norm's fp32 transient"), Input("qkv", qkv, "bytes per patch of the qkv output"),
+        Input("rotary", rotary, "bytes per patch of the fp32 rotary temporaries"),
+        Input("rest", rest, "bytes per patch of rotated q, k and the attention output"),
         Input("mlp", mlp, "bytes per patch of the MLP block"), Input("scores", scores, f"eager attention scores alive at once ({attention.value})"),
     ), VISION_SOURCE, code_ref(VZ.vision_inference_peak_bytes))
 

@@ -69,9 +69,17 @@ alive together (the bf16 grads around them are freed first): 4 + 4 bytes per sco
 DENSE_MASK_BYTES = {AttentionImpl.sdpa: 1 + B, AttentionImpl.eager: B}
 """transformers 4.49-4.53 Qwen2.5-VL: sdpa builds a bool [1, N, N] mask (1 B) that PyTorch's
 math kernel turns into an additive bf16 mask (2 B); eager builds a bf16 finfo.min mask."""
-ROTARY_FP32_TEMPORARIES = 5
-"""`apply_rotary_pos_emb_vision` upcasts q and k to fp32 and forms q·cos + rotate_half(q)·sin:
-q, k, q·cos, rotate_half(q)·sin and their sum (fp32, h each) are alive at once."""
+ROTARY_FP32_TEMPORARIES = 6
+"""`apply_rotary_pos_emb_vision` upcasts q and k to fp32 and forms q·cos + rotate_half(q)·sin,
+then the same for k: when k's last product is made, q and k upcast, q_embed, k·cos,
+rotate_half(k) and rotate_half(k)·sin (fp32, h each) are alive. Source: transformers
+qwen2_5_vl/modeling_qwen2_5_vl.py (4.51.3 and 5.24 alike); measured by `oomless trace`
+(46,512 B per patch of the 3B tower, no grad)."""
+HF_EAGER_INFERENCE_SCORE_BYTES = B + F + F
+"""HF eager attention without grad: the bf16 scaled scores (still bound to `attn_weights`), the
+fp32 copy `softmax(..., dtype=float32)` makes of a bf16 input (ATen SoftMax.cpp skips it only
+for Half on CUDA) and the fp32 softmax: 2 + 4 + 4 bytes per score (`oomless trace`: 184,752 B
+per patch of the 3B tower at 1,024 patches, eager)."""
 
 
 
@@ -282,42 +290,58 @@ def vision_backward_transient_bytes(v: VisionArch, num_patches: int, num_images:
     return grads + recompute + scores
 
 
-def _inference_parts_per_patch(v: VisionArch, attention: AttentionImpl) -> tuple[int, int, int]:
-    """(norm, attention, MLP) transient bytes per patch inside one block under no_grad.
+def _inference_parts_per_patch(v: VisionArch, attention: AttentionImpl) -> tuple[int, int, int, int, int]:
+    """(norm, qkv, rotary, rest, MLP) transient bytes per patch inside one block under no_grad.
 
     Norm: HF RMSNorm's fp32 upcast and product 2·4h; LayerNorm its output 2h. Attention: the
-    6h qkv output plus, for Qwen, the larger of the fp32 rotary temporaries (5·4h) and the
-    rotated q, k, out (and proj copy unless flash); others out (+ copy, + scaled q for
-    InternViT eager). MLP: SwiGLU gate-activation, up, product 3·2I; GELU fc1 + GELU 2·2I.
+    qkv output 6h (InternViT eager: + its scaled q), then for Qwen either the fp32 rotary
+    temporaries (6·4h) or, once they are freed, the rotated q, k and the output (and its
+    contiguous copy unless flash) beside the eager scores; other towers the output (+ copy).
+    MLP: SwiGLU gate-activation, up, product 3·2I; GELU fc1 + GELU 2·2I.
     """
     h, i, tower = v.hidden_size, v.intermediate_size, _tower(v)
     attention = _effective_attention(v, attention)
     norm = 2 * F * h if v.norm_type != "layer_norm" else B * h
     copy = 0 if attention == AttentionImpl.flash_attention_2 else B * h
     if tower == QWEN2_5_VL:
-        attn = 3 * B * h + max(ROTARY_FP32_TEMPORARIES * F * h, 2 * B * h + B * h + copy)
-        mlp = 3 * B * i
-    else:
-        scaled_q = B * h if tower == INTERN_VIT and attention == AttentionImpl.eager else 0
-        attn = 3 * B * h + scaled_q + B * h + copy
-        mlp = 2 * B * i
-    return norm, attn, mlp
+        return norm, 3 * B * h, ROTARY_FP32_TEMPORARIES * F * h, 2 * B * h + B * h + copy, 3 * B * i
+    scaled_q = B * h if tower == INTERN_VIT and attention == AttentionImpl.eager else 0
+    return norm, 3 * B * h + scaled_q, 0, B * h + copy, 2 * B * i
+
+
+def inference_held_bytes_per_patch(v: VisionArch) -> int:
+    """What a Qwen tower's no-grad forward keeps for its whole length besides the residual
+    stream: the bf16 copy of `pixel_values` (2·C·t·p², `get_image_features` casts them to the
+    tower's dtype and keeps the reference through the call) and the fp32 rotary cos/sin tables
+    (2·4·head_dim). Source: transformers qwen2_5_vl/modeling_qwen2_5_vl.py
+    (`get_image_features`, `Qwen2_5_VisionTransformerPretrainedModel.forward`); `oomless trace`."""
+    if _tower(v) != QWEN2_5_VL:
+        return 0
+    pixels = B * v.in_chans * max(v.temporal_patch_size, 1) * v.patch_size * v.patch_size
+    return pixels + 2 * F * (v.hidden_size // v.num_heads)
+
+
+def inference_score_bytes(v: VisionArch) -> int:
+    """Bytes per eager attention score alive at the no-grad peak (InternViT: its bf16 softmax twice)."""
+    return 2 * INTERN_EAGER_SCORE_BYTES if _tower(v) == INTERN_VIT else HF_EAGER_INFERENCE_SCORE_BYTES
 
 
 def vision_inference_peak_bytes(v: VisionArch, num_patches: int, num_images: int, attention: AttentionImpl,
                                 *, dense_mask: bool = False) -> int:
     """Activation peak of a no-grad tower forward (frozen tower in training, log-prob passes,
-    vLLM's encoder profile): residual stream and block input (2 × 2h per patch) plus the
-    largest block-internal transient, eager scores of the chunks alive at once included
-    (bf16 scores beside their fp32 softmax, 6 B; InternViT 2 × 2 B; plus a dense mask).
-    The projector's transients are smaller than a block's (its input is the last block's).
-    Same shape as `activations.inference_layer_peak_bytes_per_token`.
+    vLLM's encoder profile, assumed to follow transformers' tower): residual stream and block
+    input (2 × 2h per patch), what the forward holds throughout (`inference_held_bytes_per_patch`)
+    and the largest block-internal transient, the eager scores of the chunks alive at once
+    beside the rotated q, k (`HF_EAGER_INFERENCE_SCORE_BYTES`; plus a dense mask). The
+    projector's transients are smaller than a block's (its input is the last block's).
+    Same shape as `activations.inference_layer_peak_bytes_per_token`; checked per patch
+    against `oomless trace` (sdpa, flash, eager).
     """
     total = num_patches * num_images
-    norm, attn, mlp = _inference_parts_per_patch(v, attention)
-    score_bytes = 2 * INTERN_EAGER_SCORE_BYTES if _tower(v) == INTERN_VIT else HF_EAGER_SCORE_BYTES
-    scores = _eager_score_bytes(v, attention, num_patches, num_images, dense_mask, score_bytes)
-    return 2 * B * v.hidden_size * total + max(norm * total, attn * total + scores, mlp * total)
+    norm, qkv, rotary, rest, mlp = _inference_parts_per_patch(v, attention)
+    scores = _eager_score_bytes(v, attention, num_patches, num_images, dense_mask, inference_score_bytes(v))
+    block = max(norm * total, qkv * total + max(rotary * total, rest * total + scores), mlp * total)
+    return (2 * B * v.hidden_size + inference_held_bytes_per_patch(v)) * total + block
 
 
 # --- projector and encoder outputs ---------------------------------------------------------
