@@ -1,8 +1,8 @@
 """Engine sizes a framework sets itself, with no key a file could hold: TRL sizes a colocated
-vLLM engine `max_num_seqs` = per-device batch × TP × steps_per_generation and
-`max_num_batched_tokens` 4096. When fit moves a TRL run from HF generate onto a colocated
-engine it leaves both unset (the default); the copy it writes reads back with TRL's sizes, which
-is that default, not a value TRL "cannot express" (before: both were named in the warning)."""
+vLLM engine `max_num_seqs` = per-device batch × TP × steps_per_generation (left unset by fit, it
+reads back as TRL's: no difference) and `max_num_batched_tokens` 4096 (a constant: an HF run
+carries it as its idle engine, so fit plans it). Before, both were named as unsayable, and the
+unset token budget was planned as vLLM's (0.77 GiB low on grpo_vlm.py's example)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from oomless.adapters import HardwareFlags
 from oomless.cli.import_cmd import load_native
 from oomless.cli.main import app
+from oomless.planner.plan import make_plan
 
 CORPUS = Path(__file__).resolve().parents[1] / "real_configs"
 
@@ -99,3 +100,20 @@ def test_a_colocated_trl_engine_cannot_be_eager(monkeypatch) -> None:
     with C.collect_unexpressed() as found:
         TW.native_settings(colocated)
     assert [field for field, _ in found] == ["rollout.enforce_eager"]
+
+
+def test_hf_to_colocated_trl_plans_trls_token_budget(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(CORPUS / "trl" / "HEAD")
+    source = "examples/scripts/grpo_vlm.py.L48-61.sh"
+    result = CliRunner().invoke(app, ["fit", "--from", "trl", source, "--gpu", "A100-80GB", "--write", str(tmp_path),
+                                      "--top", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    best = json.loads(result.stdout)["best"]
+    assert best["spec"]["rollout"]["engine"] == "vllm_colocate", "the case must move generation onto vLLM"
+    assert best["spec"]["rollout"]["max_num_batched_tokens"] == 4096
+    back, _ = load_native(tmp_path / Path(source).name, "trl", HardwareFlags(gpu="A100-80GB"))
+    plan = make_plan(back.spec, back.arch, back.gpu, back.archs)
+    got = {(d.role, p.name): p.peak_bytes for d in plan.devices for p in d.phases}
+    for peak in best["phase_peaks"]:
+        if peak["device"] != "host":
+            assert abs(got[(peak["device"], peak["phase"])] - peak["peak_bytes"]) <= 0.01 * peak["peak_bytes"], peak

@@ -134,13 +134,17 @@ class Keys:
 def import_config(path: Path, hardware: Any) -> Any:
     from .. import ImportResult
 
-    spec, ignored, notes = import_path(path, hardware)
-    return ImportResult(spec, tuple(ignored), tuple(notes))
+    idle: dict[str, Any] = {}
+    spec, ignored, notes = import_path(path, hardware, idle_engine=idle)
+    return ImportResult(spec, tuple(ignored), tuple(notes), idle)
 
 
-def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = None) -> tuple[dict, list, list]:
+def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = None,
+                idle_engine: dict[str, Any] | None = None) -> tuple[dict, list, list]:
     """(spec dict, ignored, notes) of a YAML config or a launch script; ``overlay`` maps file
-    names to text to read instead of the disk (export checks its files before writing)."""
+    names to text to read instead of the disk (export checks its files before writing);
+    ``idle_engine`` receives `ImportResult.idle_engine` where the run generates with HF: the
+    colocated engine TRL builds (its fixed max_num_batched_tokens, its vLLM's CUDA graphs)."""
     base = path.resolve().parent if overlay is None else Path(".")
 
     def read(name: str) -> str:
@@ -160,6 +164,10 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     keys.version_stated = "trl" in read_directives(launch.directives_text)
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
+    if idle_engine is not None and spec["rollout"]["engine"] == "hf":
+        idle_engine["cuda_graphs_in_budget"] = vllm >= TL.GRAPHS_IN_BUDGET
+        if trl_version >= TV.COLOCATE_BATCHED_TOKENS_FROM:
+            idle_engine["max_num_batched_tokens"] = TL.COLOCATE_MAX_NUM_BATCHED_TOKENS
     ignored = launch.ignored + keys.leftover()
     return spec, ignored, notes
 

@@ -18,7 +18,7 @@ from ..common import cannot_express, fallback_spec, version_text
 from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
-from .launch import GRAPHS_IN_BUDGET
+from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS, GRAPHS_IN_BUDGET
 
 CONFIG_NAME = "grpo_config.yaml"
 ACCELERATE_NAME = "accelerate_config.yaml"
@@ -58,11 +58,12 @@ NATIVE_STYLE = "flags"
 NATIVE_DIALECTS = (LATEST,)
 MAIN_FILE = LAUNCH_NAME
 """The file `oomless plan --from trl` reads of the exported set."""
-FRAMEWORK_SIZED = ("rollout.max_num_seqs", "rollout.max_num_batched_tokens")
+FRAMEWORK_SIZED = ("rollout.max_num_seqs",)
 """Engine sizes TRL sets itself with no key to write (a colocated engine: max_num_seqs = per-device
-batch × TP × steps_per_generation, max_num_batched_tokens 4096; `versions.py`). A spec that leaves
-one unset (fit moving HF generate onto vLLM) gets TRL's, which `oomless plan --from` reads back
-from the written file: no difference (`patch.read_back_run`)."""
+batch × TP × steps_per_generation; `versions.py`). A spec that leaves it unset (fit moving HF
+generate onto vLLM) gets TRL's, which `oomless plan --from` reads back from the written file:
+no difference (`patch.read_back_run`). Its fixed max_num_batched_tokens (4096) is not one: an HF
+run carries it for fit (`reader.import_path` idle engine), and a patch to another is unsayable."""
 
 
 def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any]:
@@ -181,6 +182,10 @@ def _rollout(spec: RunSpec) -> dict[str, Any]:
     if ro.enforce_eager:  # GRPOConfig has no such key: TRL's colocated LLM(...) always captures CUDA graphs
         cannot_express("rollout.enforce_eager", "True cannot be written for TRL: its colocated engine has no "
                        "enforce_eager key (trl 1.16 grpo_trainer.py LLM(...)); allowed: False")
+    if fallback_spec() is not None and ro.max_num_batched_tokens != COLOCATE_MAX_NUM_BATCHED_TOKENS:
+        # a patch only: the export states what it can and is read back whole
+        cannot_express("rollout.max_num_batched_tokens", f"{ro.max_num_batched_tokens!r} cannot be written for TRL: its "
+                       f"colocated engine takes {COLOCATE_MAX_NUM_BATCHED_TOKENS} (trl grpo_trainer.py LLM(...))")
     out: dict[str, Any] = {"use_vllm": True, "vllm_mode": "colocate",
                            "vllm_gpu_memory_utilization": ro.gpu_memory_utilization,
                            "vllm_tensor_parallel_size": ro.tensor_parallel_size,
