@@ -66,7 +66,6 @@ def fit_command(
     from .main import run_guarded
 
     def body() -> int:
-        from ..fit.report import fit_to_dict
         from ..fit.search import FitOptions, fit_file
         from ..fit.space import MATH_KNOBS
         from ..fit.write import check_target, write_spec
@@ -105,7 +104,11 @@ def fit_command(
                                         in_place, overwrite, options.margin)
             result = dataclasses.replace(result, alternatives=result.alternatives[:options.top_k])
         shown = _margin_text(options.margin)
-        document = fit_to_dict(result, str(spec))
+        document: dict = {}  # the human output reads only what is written and exported from it
+        if as_json:  # the whole document (each configuration's plan as a dict) only for --json
+            from ..fit.report import fit_to_dict
+
+            document = fit_to_dict(result, str(spec))
         export_error = None
         if result.best is not None:
             if native is not None:
