@@ -1,8 +1,9 @@
 """Engine sizes a framework sets itself, with no key a file could hold: TRL sizes a colocated
-vLLM engine `max_num_seqs` = per-device batch × TP × steps_per_generation (left unset by fit, it
-reads back as TRL's: no difference) and `max_num_batched_tokens` 4096 (a constant: an HF run
-carries it as its idle engine, so fit plans it). Before, both were named as unsayable, and the
-unset token budget was planned as vLLM's (0.77 GiB low on grpo_vlm.py's example)."""
+vLLM engine `max_num_seqs` = per-device batch × TP × steps_per_generation and
+`max_num_batched_tokens` 4096. An HF run carries both (at TP 1) as its idle engine, so fit moving
+it onto vLLM plans TRL's sizes, and a patch to others is unsayable. Before, fit planned vLLM's
+defaults, both were named as unsayable, and the plan was low (0.77 GiB on grpo_vlm.py's example,
+0.71 GiB on grpo_trainer.md's on A100-40GB)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_hf_to_colocated_trl_engine_reads_back_with_trls_sizes(tmp_path: Path, m
     assert ro.engine.value == "vllm_colocate"
     steps = batch.steps_per_generation or batch.gradient_accumulation_steps
     assert ro.max_num_seqs == batch.micro_batch_size * ro.tensor_parallel_size * steps
-    assert document["best"]["spec"]["rollout"].get("max_num_seqs") is None  # fit left it to the default
+    assert document["best"]["spec"]["rollout"]["max_num_seqs"] == ro.max_num_seqs  # planned as TRL sizes it
 
 
 LAUNCHES = [
@@ -117,3 +118,34 @@ def test_hf_to_colocated_trl_plans_trls_token_budget(tmp_path: Path, monkeypatch
     for peak in best["phase_peaks"]:
         if peak["device"] != "host":
             assert abs(got[(peak["device"], peak["phase"])] - peak["peak_bytes"]) <= 0.01 * peak["peak_bytes"], peak
+
+
+def test_trl_patch_sizes_and_logits_are_the_files(monkeypatch) -> None:
+    """Under a patch (the file's run as fallback) TRL's writer refuses a colocated engine size
+    other than batch × TP × steps (grpo_trainer.md's example on A100-40GB: vLLM's 256 planned,
+    TRL's 8 read back, 0.71 GiB apart) and an unkeyed logits mode other than the release's
+    (open-r1's DeepSeek recipe: full_bf16 wanted, 1.16's tiled head read back)."""
+    from oomless.adapters import common as C
+    from oomless.adapters.trl import writer as TW
+    from oomless.spec.run import LogitsMode, RolloutEngine
+
+    monkeypatch.chdir(CORPUS / "trl" / "v1.5.0")
+    run, _ = load_native(Path("docs/source/grpo_trainer.md.L767-770.sh"), "trl", HardwareFlags(gpu="A100-40GB"))
+    assert run.spec.rollout.engine == RolloutEngine.hf and run.spec.logits == LogitsMode.chunked_head
+    batch = run.spec.batch
+    sized = batch.micro_batch_size * (batch.steps_per_generation or batch.gradient_accumulation_steps)
+    colocated = run.spec.model_copy(update={"rollout": run.spec.rollout.model_copy(
+        update={"engine": RolloutEngine.vllm_colocate, "max_num_seqs": sized, "max_num_batched_tokens": 4096})})
+    with C.collect_unexpressed(run.spec) as found:
+        TW.native_settings(colocated)
+    assert not found
+    for update, field in (({"max_num_seqs": None}, "rollout.max_num_seqs"), ({"tensor_parallel_size": 2}, "rollout.max_num_seqs"),
+                          ({"max_num_batched_tokens": None}, "rollout.max_num_batched_tokens")):
+        other = colocated.model_copy(update={"rollout": colocated.rollout.model_copy(update=update)})
+        with C.collect_unexpressed(run.spec) as found:
+            TW.native_settings(other)
+        assert field in [f for f, _ in found], update
+    bf16 = colocated.model_copy(update={"logits": LogitsMode.full_bf16})
+    with C.collect_unexpressed(run.spec) as found:
+        TW.native_settings(bf16)
+    assert [f for f, _ in found] == ["logits"]

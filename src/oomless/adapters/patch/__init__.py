@@ -285,10 +285,6 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
         except InputError as err:
             return ((err.field, f"the patched file does not read back: {err.message}"),), None
     wanted, have = same_spec_dict(new_spec, arch), same_spec_dict(got, arch)
-    for name in getattr(writer(patch.framework), "FRAMEWORK_SIZED", ()):
-        section, leaf = name.split(".")
-        if wanted[section].get(leaf) is None and leaf in have[section]:
-            wanted[section][leaf] = have[section][leaf]  # unset: the framework's own size, which the file gives
     if wanted["rollout"].get("max_num_seqs") is None and have["rollout"].get("max_num_seqs") is not None:
         wanted["rollout"]["max_num_seqs"] = planned_max_num_seqs(new_spec)  # None: the size the plan uses
     listed = {field for field, _ in patch.unexpressed}

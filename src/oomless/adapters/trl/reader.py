@@ -144,7 +144,8 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     """(spec dict, ignored, notes) of a YAML config or a launch script; ``overlay`` maps file
     names to text to read instead of the disk (export checks its files before writing);
     ``idle_engine`` receives `ImportResult.idle_engine` where the run generates with HF: the
-    colocated engine TRL builds (its fixed max_num_batched_tokens, its vLLM's CUDA graphs)."""
+    colocated engine TRL builds at TP 1 (batch × steps sequences, its fixed max_num_batched_tokens,
+    its vLLM's CUDA graphs)."""
     base = path.resolve().parent if overlay is None else Path(".")
 
     def read(name: str) -> str:
@@ -168,6 +169,10 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
         idle_engine["cuda_graphs_in_budget"] = vllm >= TL.GRAPHS_IN_BUDGET
         if trl_version >= TV.COLOCATE_BATCHED_TOKENS_FROM:
             idle_engine["max_num_batched_tokens"] = TL.COLOCATE_MAX_NUM_BATCHED_TOKENS
+        batch = spec["batch"]
+        steps = batch["gradient_accumulation_steps"] if trl_version < TV.MAX_NUM_SEQS_WITH_STEPS else \
+            batch.get("steps_per_generation") or batch["gradient_accumulation_steps"]
+        idle_engine["max_num_seqs"] = batch["micro_batch_size"] * steps  # × vLLM TP 1
     ignored = launch.ignored + keys.leftover()
     return spec, ignored, notes
 

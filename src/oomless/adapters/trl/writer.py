@@ -58,12 +58,7 @@ NATIVE_STYLE = "flags"
 NATIVE_DIALECTS = (LATEST,)
 MAIN_FILE = LAUNCH_NAME
 """The file `oomless plan --from trl` reads of the exported set."""
-FRAMEWORK_SIZED = ("rollout.max_num_seqs",)
-"""Engine sizes TRL sets itself with no key to write (a colocated engine: max_num_seqs = per-device
-batch × TP × steps_per_generation; `versions.py`). A spec that leaves it unset (fit moving HF
-generate onto vLLM) gets TRL's, which `oomless plan --from` reads back from the written file:
-no difference (`patch.read_back_run`). Its fixed max_num_batched_tokens (4096) is not one: an HF
-run carries it for fit (`reader.import_path` idle engine), and a patch to another is unsayable."""
+
 
 
 def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any]:
@@ -170,7 +165,28 @@ def _training(spec: RunSpec) -> dict[str, Any]:
         out["use_liger_kernel"] = True
     elif spec.logits.value == "full_fp32":
         out["cast_lm_head_to_fp32"] = True
+    else:
+        _release_logits(spec)
     return out
+
+
+KEYED_LOGITS = ("fused", "full_fp32")
+"""Logits modes a TRL key selects (use_liger_kernel, cast_lm_head_to_fp32); any other is the
+release's own: the tiled LM head from 1.15, full bf16 logits before (reader, versions.py)."""
+
+
+def _release_logits(spec: RunSpec) -> None:
+    """A patch (`fallback_spec`: the run before it) can leave the logits only to the file's
+    release, which is the run's own mode unless that was keyed (then 1.16's tiled head is taken):
+    another unkeyed mode reads back as the release's (open-r1's DeepSeek recipe on A100-40GB:
+    full_bf16 wanted, chunked_head read back, 0.8 GiB apart)."""
+    old = fallback_spec()
+    if old is None:
+        return
+    release = old.logits.value if old.logits.value not in KEYED_LOGITS else "chunked_head"
+    if spec.logits.value != release:
+        cannot_express("logits", f"{spec.logits.value!r} cannot be written for TRL: the file's release computes "
+                       f"{release!r} unless use_liger_kernel or cast_lm_head_to_fp32 is set")
 
 
 def _rollout(spec: RunSpec) -> dict[str, Any]:
@@ -182,10 +198,8 @@ def _rollout(spec: RunSpec) -> dict[str, Any]:
     if ro.enforce_eager:  # GRPOConfig has no such key: TRL's colocated LLM(...) always captures CUDA graphs
         cannot_express("rollout.enforce_eager", "True cannot be written for TRL: its colocated engine has no "
                        "enforce_eager key (trl 1.16 grpo_trainer.py LLM(...)); allowed: False")
-    if fallback_spec() is not None and ro.max_num_batched_tokens != COLOCATE_MAX_NUM_BATCHED_TOKENS:
-        # a patch only: the export states what it can and is read back whole
-        cannot_express("rollout.max_num_batched_tokens", f"{ro.max_num_batched_tokens!r} cannot be written for TRL: its "
-                       f"colocated engine takes {COLOCATE_MAX_NUM_BATCHED_TOKENS} (trl grpo_trainer.py LLM(...))")
+    if fallback_spec() is not None:  # a patch only: the export states what it can and is read back whole
+        _colocated_sizes(spec)
     out: dict[str, Any] = {"use_vllm": True, "vllm_mode": "colocate",
                            "vllm_gpu_memory_utilization": ro.gpu_memory_utilization,
                            "vllm_tensor_parallel_size": ro.tensor_parallel_size,
@@ -193,6 +207,24 @@ def _rollout(spec: RunSpec) -> dict[str, Any]:
     if ro.sleep_level:
         out["vllm_enable_sleep_mode"] = True
     return out
+
+
+def _colocated_sizes(spec: RunSpec) -> None:
+    """TRL sizes its colocated engine itself, with no key a file could hold (`versions.py`):
+    max_num_seqs = per-device batch × vLLM TP × steps_per_generation and max_num_batched_tokens
+    4096 (an HF run carries both at TP 1 as its idle engine, so fit plans them: reader). A patch
+    to other sizes reads back as another run (grpo_vlm.py's example: fit planned vLLM's 4096
+    tokens, 0.77 GiB low; grpo_trainer.md's: vLLM's 256 sequences for TRL's 8, 0.71 GiB low)."""
+    from ..patch import planned_max_num_seqs
+
+    ro, batch = spec.rollout, spec.batch
+    if ro.max_num_batched_tokens != COLOCATE_MAX_NUM_BATCHED_TOKENS:
+        cannot_express("rollout.max_num_batched_tokens", f"{ro.max_num_batched_tokens!r} cannot be written for TRL: its "
+                       f"colocated engine takes {COLOCATE_MAX_NUM_BATCHED_TOKENS} (trl grpo_trainer.py LLM(...))")
+    sized = batch.micro_batch_size * ro.tensor_parallel_size * (batch.steps_per_generation or batch.gradient_accumulation_steps)
+    if planned_max_num_seqs(spec) != sized:
+        cannot_express("rollout.max_num_seqs", f"{planned_max_num_seqs(spec)} cannot be written for TRL: its colocated engine "
+                       f"takes per_device_train_batch_size × vllm_tensor_parallel_size × steps_per_generation = {sized}")
 
 
 def _model_len(spec: RunSpec) -> int:
