@@ -30,7 +30,8 @@ def render_doc(rows: list[Any], seconds: float, command: str, tolerance: float) 
         "on every device group and the host equals fit's prediction for the configuration it patched within",
         f"{tolerance:.0%}, with nothing fit could not write and no refusal by the framework's parser.",
         "The framework's parser: TRL's `TrlParser` (trl installed here); the other frameworks do not install",
-        "on a CPU-only machine and are marked *not installed*.",
+        "on a CPU-only machine and are marked *not installed*. `--gpu CARD` reruns every file on another card",
+        "(same GPU counts; nothing written), which puts most of the corpus under memory pressure.",
         "",
         f"**{len(rows)} files in {seconds:.0f} s: {sum(r.ok for r in rows)} ok, {sum(not r.ok for r in rows)} mismatches. "
         f"fit wrote {len(written)} patched copies; {sum(r.plan == 'fits' for r in written)} read back as fitting, "
