@@ -155,3 +155,18 @@ def test_prompt_bound_counts_the_image_tokens(tmp_path: Path) -> None:
     path.write_text(BASE.replace("Qwen2.5-7B-Instruct", "Qwen2.5-VL-7B-Instruct"))
     assert import_native("easyr1", path, HardwareFlags(gpu="A100-80GB")).spec["lengths"]["max_prompt_counts_images"] is True
 
+
+
+def test_directives_of_the_scripts_config_file_count_and_the_script_wins(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("# oomless: vllm==0.7.3 train_prompts=640\n" + BASE)
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main config=config.yaml trainer.n_gpus_per_node=4\n")
+    spec = import_native("easyr1", script, HardwareFlags(gpu="A100-80GB")).spec
+    assert spec["rollout"]["vllm_version"] == "0.7.3" and spec["schedule"]["max_steps"] == 640 // 64 * 15 * 4
+    script.write_text("# oomless: vllm==0.8.5\npython3 -m verl.trainer.main config=config.yaml trainer.n_gpus_per_node=4\n")
+    assert import_native("easyr1", script, HardwareFlags(gpu="A100-80GB")).spec["rollout"]["vllm_version"] == "0.8.5"
+    (tmp_path / "config.yaml").write_text("# oomless: vllm==x\n" + BASE)
+    script.write_text("python3 -m verl.trainer.main config=config.yaml trainer.n_gpus_per_node=4\n")
+    with pytest.raises(InputError) as err:
+        import_native("easyr1", script, HardwareFlags(gpu="A100-80GB"))
+    assert err.value.field == "vllm version"

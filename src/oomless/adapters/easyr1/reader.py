@@ -42,8 +42,8 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
     C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
     out = N.Collected()
-    vllm, train_prompts = _directives(text, str(path))
-    composed = _compose(path, text, out)
+    composed, config = _compose(path, text, out)
+    vllm, train_prompts = _directives(([config] if config else []) + [(text, str(path))])
     out.notes.extend(composed.notes)
     _to_spec(composed.values, hardware, out, train_prompts)
     if vllm is not None:
@@ -59,10 +59,13 @@ DEFAULT_TOTAL_EPOCHS = 15
 releases called it `total_episodes`, default 10, and the examples set 15)."""
 
 
-def _directives(text: str, source: str) -> tuple[str | None, int | None]:
-    """What EasyR1's files cannot say, from `# oomless: vllm==0.7.3 train_prompts=2101` lines:
-    the vLLM release (checked as a version) and the training set's size in prompts."""
-    directives = C.read_directives(text, source)
+def _directives(files: list[tuple[str, str]]) -> tuple[str | None, int | None]:
+    """What EasyR1's files cannot say, from `# oomless: vllm==0.7.3 train_prompts=2101` lines
+    of each (text, source), a later file's winning (a script's over its config file's): the
+    vLLM release (checked as a version) and the training set's size in prompts."""
+    directives: dict[str, str] = {}
+    for text, source in files:
+        directives.update(C.read_directives(text, source))
     unknown = sorted(set(directives) - set(DIRECTIVES))
     if unknown:
         raise InputError(f"oomless directive {unknown[0]}", f"unknown key; allowed: {', '.join(DIRECTIVES)}")
@@ -71,11 +74,12 @@ def _directives(text: str, source: str) -> tuple[str | None, int | None]:
     return vllm, prompts
 
 
-def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
+def _compose(path: Path, text: str, out: N.Collected) -> tuple[H.Composed, tuple[str, str] | None]:
     """The YAML, or the script's `verl.trainer.main config=FILE key=value ...` (OmegaConf
-    `from_cli` over the file over the dataclass defaults), interpolations resolved."""
+    `from_cli` over the file over the dataclass defaults), interpolations resolved; with the
+    script's config file as (text, path) (None for a YAML read alone)."""
     if path.suffix in (".yaml", ".yml") or not re.search(r"verl\.trainer\.main\b", text):
-        return H.compose(DEFAULTS, text, str(path), folder=path.parent)
+        return H.compose(DEFAULTS, text, str(path), folder=path.parent), None
     command, notes = C.pick_command(C.read_script(text, str(path)), lambda c: C.command_with([c], MAIN) is not None, str(path),
                                     "python3 -m verl.trainer.main config=FILE key=value ...")
     out.notes.extend(notes)
@@ -94,7 +98,7 @@ def _compose(path: Path, text: str, out: N.Collected) -> H.Composed:
     file_text = C.read_text(config_file) if config_file else None
     composed = H.compose(DEFAULTS, file_text, str(config_file or where), overrides,
                          folder=config_file.parent if config_file else None)
-    return composed
+    return composed, (file_text, str(config_file)) if config_file and file_text is not None else None
 
 
 def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_prompts: int | None = None) -> None:
