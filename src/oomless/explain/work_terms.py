@@ -108,7 +108,7 @@ def vision_activations(ctx: Ctx, name: str) -> Formula:
     assert ctx.role is not None
     arch, mb, spec = ctx.model(ctx.role).arch, _batch(ctx), ctx.spec
     images = mb.num_sequences * ctx.shape.lengths.images_per_prompt
-    patches = VT._patches(spec, arch, ctx.shape.lengths.image_pixels)
+    patches = VT.patches_per_image(spec, arch, ctx.shape.lengths.image_pixels)
     forward = _tower_forward_peak(ctx, arch, images, patches)
     if not (_training(ctx) and VT.tower_trains(spec)):
         return forward

@@ -66,12 +66,8 @@ class Timeline:
     def peak_bytes(self) -> int | None:
         """The node's largest host bytes over the horizon (the last step, or the last save
         before it when a save spike is larger); None without a horizon."""
-        if self.horizon_steps is None:
-            return None
-        last = self.host_bytes_at(self.horizon_steps)
-        if self.save_every and self.save_every <= self.horizon_steps:
-            last = max(last, self.host_bytes_at(self.horizon_steps - self.horizon_steps % self.save_every))
-        return last
+        extras = self.extras_over_base()
+        return self.base_bytes + max(extras) if extras else None
 
     def terms(self) -> str:
         """Each growth term and the save spike, with its rate (and remedy where one is known)."""

@@ -71,7 +71,7 @@ def image_tokens(spec: RunSpec, arch: ModelArch, pixels: int | None, images_per_
     """LLM tokens of ``images_per_prompt`` images of ``pixels`` area (None: max_pixels)."""
     if not has_images(spec, arch):
         return 0
-    per_image = VZ.max_image_tokens(arch.vision, **_limits(spec, pixels, arch))
+    per_image = VZ.max_image_tokens(arch.vision, **image_limits(spec, arch, pixels))
     cap = prompt_token_cap(spec)
     return images_per_prompt * (min(per_image, cap) if cap is not None else per_image)
 
@@ -82,12 +82,14 @@ def prompt_tokens_with_images(spec: RunSpec, text_or_bound: int, image_tokens: i
     return text_or_bound if spec.lengths.max_prompt_counts_images else text_or_bound + image_tokens
 
 
-def _patches(spec: RunSpec, arch: ModelArch, pixels: int | None = None) -> int:
-    return VZ.max_image_patches(arch.vision, **_limits(spec, pixels, arch))
+def patches_per_image(spec: RunSpec, arch: ModelArch, pixels: int | None = None) -> int:
+    """Tower patches of the worst image of ``pixels`` area (None: the limits) the prompt can hold."""
+    return VZ.max_image_patches(arch.vision, **image_limits(spec, arch, pixels))
 
 
-patches_per_image = _patches
-"""Tower patches of the worst image of ``pixels`` area (None: the limits) the prompt can hold."""
+def image_limits(spec: RunSpec, arch: ModelArch, pixels: int | None = None) -> dict[str, int]:
+    """The resize limits the training side sizes images by (`_limits` with the prompt-bound cap)."""
+    return _limits(spec, pixels, arch)
 
 
 def tower_trains(spec: RunSpec) -> bool:
@@ -109,7 +111,7 @@ def inference_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequenc
         return 0
     images = num_sequences * shape.lengths.images_per_prompt
     return VZ.vision_inference_peak_bytes(
-        arch.vision, _patches(spec, arch, shape.lengths.image_pixels), images, spec.attention,
+        arch.vision, patches_per_image(spec, arch, shape.lengths.image_pixels), images, spec.attention,
         dense_mask=spec.vision.dense_attention_mask,
     )
 
@@ -128,7 +130,7 @@ def training_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequence
     if not has_images(spec, arch):
         return 0
     v, images = arch.vision, num_sequences * shape.lengths.images_per_prompt
-    patches = _patches(spec, arch, shape.lengths.image_pixels)
+    patches = patches_per_image(spec, arch, shape.lengths.image_pixels)
     forward_peak = inference_bytes(spec, shape, arch, num_sequences)
     if not tower_trains(spec):
         return forward_peak

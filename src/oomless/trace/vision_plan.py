@@ -24,7 +24,6 @@ from typing import Any
 from ..catalog.models import ModelArch
 from ..catalog.vision import VisionArch
 from ..errors import InputError
-from ..memory import constants as C
 from ..memory import vision as VZ
 from ..planner import vision_terms as VT
 from ..planner.plan import Plan
@@ -44,10 +43,8 @@ def resize_limits(spec: RunSpec, arch: ModelArch) -> tuple[int, int]:
     """(min_pixels, max_pixels) of the worst image the plan sizes: the processor's (the spec's,
     else Qwen2.5-VL's defaults), the area capped to what the prompt bound holds when it counts
     the images (`planner.vision_terms.prompt_image_area_cap`, `lengths.max_prompt_counts_images`)."""
-    v = spec.vision
-    smallest, largest = v.min_pixels or C.QWEN_VL_MIN_PIXELS, v.max_pixels or C.QWEN_VL_MAX_PIXELS
-    cap = VT.prompt_image_area_cap(spec, arch)
-    return smallest, largest if cap is None else max(smallest, min(largest, cap))
+    limits = VT.image_limits(spec, arch)
+    return limits["min_pixels"], limits["max_pixels"]
 
 
 def worst_image_grid(v: VisionArch, min_pixels: int, max_pixels: int) -> tuple[int, int, int]:
