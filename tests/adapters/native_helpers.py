@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from oomless.adapters import HardwareFlags, export_native, import_native
 from oomless.planner.plan import make_plan
@@ -44,3 +45,12 @@ def check_golden(written: Path, golden_name: str) -> None:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8"), f"{written.name} differs from golden {golden_name}"
+
+
+def fit_write(framework: str, source: str | Path, out_dir: Path, *flags: str) -> Any:
+    """`oomless fit --from FRAMEWORK SOURCE FLAGS --write OUT_DIR --top 0 --json` through the CLI."""
+    from typer.testing import CliRunner
+
+    from oomless.cli.main import app
+
+    return CliRunner().invoke(app, ["fit", "--from", framework, str(source), *flags, "--write", str(out_dir), "--top", "0", "--json"])

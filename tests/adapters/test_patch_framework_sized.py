@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from oomless.adapters import HardwareFlags
 from oomless.cli.import_cmd import load_native
 from oomless.cli.main import app
+from tests.adapters.native_helpers import fit_write
 from oomless.planner.plan import make_plan
 
 CORPUS = Path(__file__).resolve().parents[1] / "real_configs"
@@ -56,8 +57,7 @@ def test_trl_patch_keeps_the_launchers_processes_and_zero_setup(tmp_path: Path, 
     monkeypatch.chdir(CORPUS / root)
     flags = HardwareFlags(gpu="H100-80GB", gpus_per_node=8)
     before, _ = load_native(Path(source), "trl", flags)
-    result = CliRunner().invoke(app, ["fit", "--from", "trl", source, "--gpu", "H100-80GB", "--gpus-per-node", "8",
-                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    result = fit_write("trl", source, tmp_path, "--gpu", "H100-80GB", "--gpus-per-node", "8")
     assert result.exit_code == 0, result.output
     native = json.loads(result.stdout)["native"]
     assert native["changes"] and native["cannot_express"] is None, native["cannot_express"]

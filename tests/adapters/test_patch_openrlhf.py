@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from oomless.adapters import HardwareFlags
 from oomless.adapters import common as C
 from oomless.adapters.openrlhf import writer as OW
 from oomless.cli.import_cmd import load_native
-from oomless.cli.main import app
+from tests.adapters.native_helpers import fit_write
 
 CORPUS = Path(__file__).resolve().parents[1] / "real_configs"
 DYNAMIC = ("openrlhf/HEAD", "examples/scripts/train_ppo_ray_hybrid_engine.sh")
@@ -43,8 +42,7 @@ def test_token_budget_without_its_micro_batch_cannot_be_patched() -> None:
 def test_dynamic_batch_copy_reads_back_as_the_answer(tmp_path: Path, monkeypatch, root: str) -> None:
     monkeypatch.chdir(CORPUS / root)
     source = DYNAMIC[1]
-    result = CliRunner().invoke(app, ["fit", "--from", "openrlhf", source, "--gpu", "A100-80GB",
-                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    result = fit_write("openrlhf", source, tmp_path, "--gpu", "A100-80GB")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     native = document["native"]

@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
 
 from oomless.adapters.patch.shell_text import current_value, patch_shell, pick_command
-from oomless.cli.main import app
+from tests.adapters.native_helpers import fit_write
 
 SCRIPT = """#!/bin/bash
 ENGINE_ARGS=(
@@ -60,8 +59,7 @@ def test_classic_openrlhf_script_with_arrays_reads_back(tmp_path: Path, monkeypa
     drops it on A100-80GB. The copy must stay in classic flags and read back as the answer."""
     monkeypatch.chdir(CORPUS / "openrlhf" / "v0.10.1")
     source = "examples/scripts/train_reinforce_baseline_hybrid_engine.sh"
-    result = CliRunner().invoke(app, ["fit", "--from", "openrlhf", source, "--gpu", "A100-80GB",
-                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    result = fit_write("openrlhf", source, tmp_path, "--gpu", "A100-80GB")
     assert result.exit_code == 0, result.output
     native = json.loads(result.stdout)["native"]
     assert any("--enforce_eager" in change for change in native["changes"]), native["changes"]

@@ -9,10 +9,9 @@ import json
 import shlex
 from pathlib import Path
 
-from typer.testing import CliRunner
 
 from oomless.adapters.patch.shell_text import current_value, patch_shell, pick_command
-from oomless.cli.main import app
+from tests.adapters.native_helpers import fit_write
 from oomless.frontends.shell import parse_shell
 
 SCRIPT = """#!/bin/bash
@@ -58,8 +57,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "real_configs"
 def test_openrlhf_slurm_example_reads_back_as_the_answer(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(CORPUS / "openrlhf" / "HEAD")
     source = "examples/scripts/train_ppo_ray_slurm.sh"
-    result = CliRunner().invoke(app, ["fit", "--from", "openrlhf", source, "--gpu", "A100-80GB",
-                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    result = fit_write("openrlhf", source, tmp_path, "--gpu", "A100-80GB")
     assert result.exit_code == 0, result.output
     native = json.loads(result.stdout)["native"]
     assert native["changes"] and native["cannot_express"] is None, native["cannot_express"]

@@ -30,6 +30,7 @@ from oomless.adapters.patch import planned_max_num_seqs
 from oomless.adapters.swift import writer as SW
 from oomless.cli.import_cmd import load_native
 from oomless.cli.main import app
+from tests.adapters.native_helpers import fit_write
 from oomless.planner.plan import make_plan
 from oomless.spec.load import parse_spec
 from oomless.spec.run import RolloutEngine
@@ -131,8 +132,7 @@ def test_a_server_engine_stays_as_the_script_runs_it() -> None:
 
 
 def test_server_script_patch_reads_back_or_nothing_is_written(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["fit", "--from", "swift", str(ROOT / AGENT), "--gpu", "RTX-4090",
-                                      "--write", str(tmp_path), "--top", "0", "--json"])
+    result = fit_write("swift", str(ROOT / AGENT), tmp_path, "--gpu", "RTX-4090")
     assert result.exit_code in (0, 1), result.output
     document = json.loads(result.stdout)
     if result.exit_code == 1:
