@@ -12,7 +12,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
 from .. import _native as N
 from .. import common as C
 from .reader import CLASSIC, DOTTED, FLAG

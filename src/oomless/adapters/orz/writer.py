@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from ...errors import InputError
 from .. import common as C
 from .keys import DEFAULTS
 

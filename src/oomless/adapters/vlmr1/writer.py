@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from ...errors import InputError
 from .. import _native as N
 from .. import common as C
 from .keys import DEFAULTS
