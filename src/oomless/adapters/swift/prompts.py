@@ -6,7 +6,8 @@ inference scenarios, `max_length` refers to `max_prompt_length`" (docs/source_en
 Command-line-parameters.md, v3.2.2 L64 to HEAD), and the trainer sizes vLLM as
 `max_prompt_length = template.max_length`, `max_model_len = max_prompt_length + max_tokens`
 (swift/trainers/rlhf_trainer/grpo_trainer.py v3.2.2 L1127-1128). Unset, prompt + completion stay
-within the model's `max_position_embeddings`.
+within the vLLM engine's `max_model_len` (`--vllm_max_model_len` of the trainer or of its
+`swift rollout` server), else the model's `max_position_embeddings`.
 
 Images: ms-swift encodes only the images a dataset row carries, so a vision-language model plans
 one image per prompt at MAX_PIXELS only where the script names images (MAX_PIXELS/MIN_PIXELS,
@@ -63,19 +64,26 @@ def _image_tokens(run: Run, vision: Mapping[str, Any]) -> int:
                                min_pixels=vision.get("min_pixels") or MC.QWEN_VL_MIN_PIXELS)
 
 
-def lengths(run: Run, vision: Mapping[str, Any]) -> dict[str, int]:
+def lengths(run: Run, vision: Mapping[str, Any], engine_len: int | None = None) -> dict[str, int]:
+    """Prompt and completion bounds. With `--max_length` unset the sequence is bounded by what
+    generates it: a vLLM engine's `max_model_len` (``engine_len``; vLLM refuses a longer prompt and
+    ends a request at that length: vllm/v1/engine/processor.py `_validate_model_len`,
+    vllm/v1/core/sched/utils.py `check_stop` FINISHED_LENGTH_CAPPED), else the model's
+    `max_position_embeddings`."""
     f = run.flags
     completion = f.int("response_length") or f.int("max_new_tokens") or f.int("max_completion_length", 512, minimum=1)
     images = _image_tokens(run, vision)
     max_length = f.int("max_length", minimum=1)
     if max_length is None:
-        max_length = run.arch.max_position_embeddings
-        run.notes.append(f"--max_length unset: prompts bounded only by the model's {max_length} tokens; "
+        context = run.arch.max_position_embeddings
+        bound = min(engine_len or context, context)
+        where = f"the vLLM engine's max_model_len {bound}" if bound < context else f"the model's {context} tokens"
+        run.notes.append(f"--max_length unset: prompt + completion bounded only by {where}; "
                          "set --max_length to plan the prompts you use")
-        prompt = max_length - completion - images
+        prompt = bound - completion - images
         if prompt < 1:
-            raise InputError("--max_completion_length", f"{completion} leaves no prompt within the model's {max_length} "
-                             "tokens" + (f" beside {images} image tokens" if images else ""))
+            raise InputError("--max_completion_length", f"{completion} leaves no prompt within {where}"
+                             + (f" beside {images} image tokens" if images else ""))
         return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
     prompt = max_length - images  # in GRPO --max_length is the prompt's bound (module docstring)
     if prompt < 1:

@@ -41,6 +41,7 @@ from .layout import Run
 from ..args import FlagReader, hf_optimizer
 from ..common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
+from ...frontends.commented import commented_commands
 from . import key_checks as KC
 
 SUPPORTED_VERSIONS = ">=3.2,<5"
@@ -71,6 +72,7 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
     directives = read_directives(text)
     commands = parse_shell(text, source)
     rlhf, rollout = _find_commands(commands, source)
+    documented = _documented_rollout(text, source) if rollout is None else None
     parsed = parse_flags(rlhf.argv[2:], source)
     profile, vllm, notes = _versions(directives, parsed)
     notes.extend(KC.other_release_notes(parsed, profile.version))
@@ -91,7 +93,10 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
     rlhf_type = flags.str("rlhf_type", "dpo")
     if rlhf_type != "grpo":
         raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo runs (ms-swift's default is dpo)")
-    spec = _spec(run, rollout, hardware, read)
+    spec = _spec(run, rollout or documented, hardware, read)
+    if documented is not None and spec["rollout"]["engine"] == "vllm_separate":
+        notes.append(f"--vllm_mode server: planned the vLLM server as the `swift rollout` command the script "
+                     f"documents in its comments (line {documented.line}), started in another terminal")
     if idle_engine is not None and spec["rollout"]["engine"] == "hf":
         idle_engine.update(swift_layout.release_engine(run))
     ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED, unknown=KC.unread_why)
@@ -168,6 +173,15 @@ def _find_commands(commands: list[ShellCommand], source: str) -> tuple[ShellComm
     return rlhf[0], (rollout[0] if rollout else None)
 
 
+def _documented_rollout(text: str, source: str) -> ShellCommand | None:
+    """The one `swift rollout` command the script's comments hold (ms-swift's multi-process
+    examples document the server that way, e.g. plugin/deepeyes/deepeyes.sh), or None when there
+    is none or more than one to choose from."""
+    found = [c for c in commented_commands(text, source)
+             if Path(c.argv[0]).name == "swift" and len(c.argv) > 1 and c.argv[1] == "rollout"]
+    return found[0] if len(found) == 1 else None
+
+
 def _arch(flags: FlagReader, base_dir: Path) -> ModelArch:
     model = flags.str("model")
     if model is None:
@@ -222,7 +236,7 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     if layout.placement:
         spec["placement"] = layout.placement
     spec["batch"] = _batch(run, nodes)
-    spec["lengths"] = prompts.lengths(run, spec.get("vision", {}))
+    spec["lengths"] = prompts.lengths(run, spec.get("vision", {}), spec["rollout"].get("max_model_len"))
     spec["hardware"] = _hardware(hardware, layout.gpus_per_node, nodes, run.env)
     return spec
 
