@@ -39,6 +39,19 @@ settings without a memory effect. `system_prompt` lengthens prompts, which the p
 (max_prompt_length or the max_prompt_tokens directive) already covers."""
 
 
+PPO_NO_MEMORY_EFFECT = frozenset({
+    "num_ppo_epochs", "total_episodes", "missing_eos_penalty", "stop_token", "stop_token_id", "whiten_rewards",
+    "cliprange", "vf_coef", "cliprange_value", "gamma", "lam", "kl_estimator", "num_sample_generations",
+    "exp_name", "dataset_num_proc", "model_adapter_name", "ref_adapter_name", "world_size", "num_total_batches",
+    "micro_batch_size", "local_batch_size", "batch_size", "local_mini_batch_size", "mini_batch_size", "rloo_k",
+    "normalize_reward", "normalize_advantage", "token_level_kl",
+})
+"""PPOConfig (OnPolicyConfig up to 0.25) keys without a memory effect: loss and schedule
+settings, and the batch sizes PPOTrainer computes itself and overwrites (`args.local_batch_size =
+...` in trl 1.12.0 experimental/ppo/ppo_trainer.py). num_ppo_epochs reuses the rollout that is
+held anyway."""
+
+
 NOT_MODELLED = {
     "use_transformers_continuous_batching": "transformers' paged KV cache is not modelled (planned as generate)",
     "transformers_continuous_batching_config": "transformers' paged KV cache is not modelled",

@@ -65,6 +65,9 @@ class Launch:
     processes_stated: bool = True
     """False when nothing (launcher, accelerate config, num_processes) says how many processes
     run: a bare GRPOConfig YAML, launched by whatever the user runs it with."""
+    script: str = ""
+    """What the main command runs: `trl grpo`, `trl rloo`, the training script's path (`ppo.py`),
+    `-m module`; "" for a bare YAML (`trainers.trainer_of` names the trainer from it)."""
 
 
 def _cli_values(flags: Mapping[str, list[str]]) -> dict[str, Any]:
@@ -79,8 +82,9 @@ def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
     server = next((c for c in commands if c.argv[:2] == ("trl", "vllm-serve")), None)
     main = next((c for c in commands if _is_main(c)), None)
     if main is None:
-        raise InputError(name, "no `trl grpo`, `accelerate launch`, `torchrun` or `python` training command found")
+        raise InputError(name, "no `trl grpo`, `trl rloo`, `accelerate launch`, `torchrun` or `python` training command found")
     launch_opts, script_args = _split(main)
+    script = _script(main, script_args)
     flags = _cli_values(parse_flags(script_args, name))
     texts = text
     config: dict[str, Any] = {}
@@ -90,20 +94,29 @@ def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
         texts += "\n" + config_text
         config = load_yaml_mapping(config_text, config_name, allow_empty=False)
     config.update(flags)
-    return _from_config(config, launch_opts, texts, read, main.env, server)
+    return _from_config(config, launch_opts, texts, read, main.env, server, script)
+
+
+def _script(cmd: ShellCommand, script_args: list[str]) -> str:
+    """The main command's training script: `trl grpo`/`trl rloo`, else the word before its
+    arguments (a script path, or the module after `-m`)."""
+    if cmd.argv[:2] in (("trl", "grpo"), ("trl", "rloo")):
+        return " ".join(cmd.argv[:2])
+    at = len(cmd.argv) - len(script_args) - 1
+    return cmd.argv[at] if 0 < at < len(cmd.argv) else ""
 
 
 def _is_main(cmd: ShellCommand) -> bool:
     head = Path(cmd.argv[0]).name
-    return (cmd.argv[:2] == ("trl", "grpo") or (head == "accelerate" and cmd.argv[1:2] == ("launch",))
+    return (cmd.argv[:2] in (("trl", "grpo"), ("trl", "rloo")) or (head == "accelerate" and cmd.argv[1:2] == ("launch",))
             or head == "torchrun" or (head.startswith("python") and len(cmd.argv) > 1))
 
 
 def _split(cmd: ShellCommand) -> tuple[dict[str, Any], list[str]]:
     """(launcher options, training-script arguments) of the main command."""
     argv = list(cmd.argv)
-    if argv[:2] == ["trl", "grpo"]:
-        flags = _cli_values(parse_flags(argv[2:], "trl grpo"))
+    if argv[:2] in (["trl", "grpo"], ["trl", "rloo"]):
+        flags = _cli_values(parse_flags(argv[2:], " ".join(argv[:2])))
         launch = {k: flags.pop(k) for k in list(flags) if k in LAUNCH_KEYS or k == "accelerate_config"}
         rest = [w for k, v in flags.items() for w in ([f"--{k}"] + (v if isinstance(v, list) else [v]))]
         return launch, rest
@@ -141,7 +154,7 @@ def _accelerate_file(value: str, read: Callable[[str], str]) -> dict[str, Any]:
 
 
 def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: str, read: Callable[[str], str],
-                 env: Mapping[str, str], server: ShellCommand | None) -> Launch:
+                 env: Mapping[str, str], server: ShellCommand | None, script: str = "") -> Launch:
     config = dict(config)
     opts = dict(launch_opts)
     for key in list(config):
@@ -175,7 +188,7 @@ def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: 
         per_node = total // machines
     ignored = [f"accelerate {key}: no effect on memory" for key in opts]
     stated = "num_processes" in accelerate or "num_processes_per_node" in launch_opts or bool(launch_opts)
-    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated)
+    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated, script)
 
 
 def _section(acc: dict, key: str) -> dict:

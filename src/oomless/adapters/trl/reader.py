@@ -44,8 +44,9 @@ from ..args import hf_optimizer
 from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
 from .. import key_tables as KT
-from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT
+from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT, PPO_NO_MEMORY_EFFECT
 
+from . import trainers as TT
 from . import versions as TV
 from .versions import LATEST, SUPPORTED_VERSIONS
 
@@ -58,12 +59,13 @@ PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma"
 
 
 
-def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int, ...] = LATEST) -> dict[str, Any]:
+def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int, ...] = LATEST,
+                trainer: str = TT.GRPO) -> dict[str, Any]:
     """``values`` with keys of earlier TRL releases renamed to their 1.x names (a 1.x key given
-    too wins); every key that TRL ``version`` does not have but another release does is named in
-    a note with the releases that have it (from the generated key table)."""
+    too wins); every key that TRL ``version``'s ``trainer`` config does not have but another
+    release does is named in a note with the releases that have it (from the generated key table)."""
     out = dict(values)
-    current = ((KT.load("trl"), version), (KT.transformers_table(), None))  # transformers release unknown
+    current = ((TT.key_table(trainer), version), (KT.transformers_table(), None))  # transformers release unknown
     for name in values:
         meaning = LEGACY_KEYS[name][1] if name in LEGACY_KEYS else ""
         note = KT.other_release_note(name, current, f"TRL {version_text(version)}", meaning)
@@ -83,17 +85,20 @@ def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int,
 class Keys:
     """Config keys (YAML values or CLI strings) with typed access that records what was read."""
 
-    def __init__(self, values: Mapping[str, Any], version: tuple[int, ...] = LATEST) -> None:
+    def __init__(self, values: Mapping[str, Any], version: tuple[int, ...] = LATEST, trainer: str = TT.GRPO) -> None:
         self.values = dict(values)
         self.version = version
         """The TRL release the keys are read under (defaults from the key tables)."""
+        self.trainer = trainer
+        """grpo, ppo or rloo (`trainers.trainer_of`): whose config class's key table gives the defaults."""
+        self.table = TT.key_table(trainer)
         self.version_stated = True
         self.used: set[str] = set()
         self.ignored: list[str] = []
 
     def default(self, name: str, fallback: Any = None) -> Any:
         """``name``'s default in this TRL release (versions.default: the generated key tables)."""
-        return TV.default(name, self.version, fallback)
+        return TV.default(name, self.version, fallback, self.table)
 
     def get(self, name: str, default: Any = None) -> Any:
         self.used.add(name)
@@ -124,10 +129,11 @@ class Keys:
                 continue
             if name in NOT_MODELLED:
                 lines.append(f"{name}: {NOT_MODELLED[name]}")
-            elif name in NO_MEMORY_EFFECT or name in OPEN_R1_NO_MEMORY_EFFECT:
+            elif name in NO_MEMORY_EFFECT or name in OPEN_R1_NO_MEMORY_EFFECT or (
+                    self.trainer == TT.PPO and name in PPO_NO_MEMORY_EFFECT):
                 lines.append(f"{name}: no effect on memory")
             else:
-                lines.append(f"{name}: {KT.unread_key_why((KT.load('trl'), KT.transformers_table()), name)}")
+                lines.append(f"{name}: {KT.unread_key_why((self.table, KT.transformers_table()), name)}")
         return lines
 
 
@@ -160,9 +166,18 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     text = read(path.name) if overlay is not None else read_text(path)
     launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
     notes: list[str] = []
-    trl_version, vllm, prompt_directive = _versions(read_directives(launch.directives_text), notes)
-    keys = Keys(read_legacy(launch.config, notes, trl_version), trl_version)
-    keys.version_stated = "trl" in read_directives(launch.directives_text)
+    directives = read_directives(launch.directives_text)
+    trainer = TT.trainer_of(launch.script, directives.get("trainer"))
+    trl_version, vllm, prompt_directive = _versions(directives, notes, trainer)
+    keys = Keys(read_legacy(launch.config, notes, trl_version, trainer), trl_version, trainer)
+    keys.version_stated = "trl" in directives
+    if trainer == TT.PPO:
+        from .ppo import ppo_spec
+
+        spec = ppo_spec(keys, launch, hardware, prompt_directive, read, notes, base)
+        return spec, launch.ignored + keys.leftover(), notes
+    if trainer == TT.RLOO:
+        TT.read_rloo_keys(keys)
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     if idle_engine is not None and spec["rollout"]["engine"] == "hf":
@@ -177,15 +192,19 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     return spec, ignored, notes
 
 
-def _versions(directives: Mapping[str, str], notes: list[str]) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
-    unknown = sorted(set(directives) - {"trl", "vllm", "max_prompt_tokens"})
+def _versions(directives: Mapping[str, str], notes: list[str],
+              trainer: str = TT.GRPO) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
+    unknown = sorted(set(directives) - {"trl", "vllm", "max_prompt_tokens", "trainer"})
     if unknown:
-        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens")
-    version = parse_version("trl version", directives["trl"]) if "trl" in directives else LATEST
+        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens, trainer")
+    assumed = TT.default_release(trainer, LATEST)
+    version = parse_version("trl version", directives["trl"]) if "trl" in directives else assumed
     if not TV.MIN_VERSION <= version < TV.MAX_VERSION:
         raise InputError("trl version", f"{directives['trl']} is not supported; supported: {SUPPORTED_VERSIONS}")
+    TT.check_release(trainer, version, "trl" in directives)
     if "trl" not in directives:
-        notes.append(f"TRL {version_text(LATEST)} assumed (add `# oomless: trl==X.Y` to the config)")
+        newest = " (the newest release with PPOTrainer)" if trainer == TT.PPO else ""
+        notes.append(f"TRL {version_text(assumed)}{newest} assumed (add `# oomless: trl==X.Y` to the config)")
     vllm = parse_version("vllm version", directives["vllm"]) if "vllm" in directives else VLLM_DEFAULT
     prompt = to_int("max_prompt_tokens", directives["max_prompt_tokens"], minimum=1) if "max_prompt_tokens" in directives else None
     return version, vllm, prompt
@@ -207,6 +226,8 @@ def _arch(keys: Keys, base: Path) -> ModelArch:
 def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: tuple[int, ...],
           prompt_directive: int | None, read: Callable[[str], str], notes: list[str]) -> dict[str, Any]:
     spec: dict[str, Any] = {"model": str(keys.get("model_name_or_path"))}
+    if keys.trainer == TT.RLOO:
+        spec["algorithm"] = "rloo"
     finetune = _finetune(keys, arch)
     spec["finetune"] = finetune
     distribution, half, ds_optimizer, keeps_master = _distribution(keys, launch, read)
@@ -337,7 +358,7 @@ def _bf16_before_0_19(keys: Keys, half: str, launch: TL.Launch) -> bool:
     if half == "bf16" or str(launch.accelerate.get("mixed_precision", "")).lower() == "bf16":
         return True
     raise InputError("bf16", f"unset: TRL {version_text(keys.version)} then trains in fp32 (TrainingArguments' "
-                     "default; GRPOConfig defaults it from 0.19), which is not planned; set bf16: true")
+                     f"default; {TT.CONFIG_CLASS[keys.trainer]} defaults it from 0.19), which is not planned; set bf16: true")
 
 
 def _attention(value: Any, notes: list[str]) -> str | None:
@@ -374,7 +395,8 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
     if steps is not None:
         out["steps_per_generation"] = steps
     if out["num_generations"] < 2:
-        raise InputError("num_generations", f"{out['num_generations']}: GRPO needs at least 2 completions per prompt (TRL)")
+        raise InputError("num_generations", f"{out['num_generations']}: {keys.trainer.upper()} needs at least 2 "
+                         "completions per prompt (TRL)")
     rule = TV.generation_batch_rule(keys.version, micro, world, accumulation, steps)
     if rule is not None and rule[0] % out["num_generations"]:
         total, formed = rule
@@ -394,3 +416,4 @@ def _hardware(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
     if hw.host_ram_gib is not None:
         out["host_ram_gib"] = hw.host_ram_gib
     return out
+

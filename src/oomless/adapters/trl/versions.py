@@ -50,21 +50,22 @@ CHUNKED_HEAD_FROM = (1, 15)
 BF16_DEFAULTED_FROM = (0, 19)
 
 
-def table_release(version: tuple[int, ...]) -> str:
-    """The release of the TRL key table read for ``version``: the one of its minor version,
-    else the newest one before it (a release beyond the table counts as the newest)."""
-    table = KT.load("trl")
+def table_release(version: tuple[int, ...], table: KT.KeyTable | None = None) -> str:
+    """The release of the TRL key table (GRPO's unless ``table``) read for ``version``: the one of
+    its minor version, else the newest one before it (a release beyond the table counts as the newest)."""
+    table = table or KT.load("trl")
     at = tuple(version[:2])
     candidates = [v for v in table.versions if KT.minor(v) <= at]
     return candidates[-1] if candidates else table.versions[0]
 
 
-def default(key: str, version: tuple[int, ...], fallback: Any = None) -> Any:
-    """The default of ``key`` in TRL ``version``: GRPOConfig/ModelConfig's (TRL key table) where
-    that release has the key, else TrainingArguments' (transformers key table), else ``fallback``."""
-    table = KT.load("trl")
+def default(key: str, version: tuple[int, ...], fallback: Any = None, table: KT.KeyTable | None = None) -> Any:
+    """The default of ``key`` in TRL ``version``: the trainer's config class's and ModelConfig's
+    (``table``, else GRPOConfig's key table) where that release has the key, else
+    TrainingArguments' (transformers key table), else ``fallback``."""
+    table = table or KT.load("trl")
     if key in table and table.exists_in(key, version):
-        value = table.default(key, table_release(version))
+        value = table.default(key, table_release(version, table))
         return fallback if value is KT.NO_DEFAULT else value
     transformers = KT.transformers_table()
     if key in transformers:
