@@ -92,6 +92,10 @@ OLD_RLOO_KEYS = ("sft_model_path", "reward_model_path")
 (rloo key table: both last in 0.21.0)."""
 
 
+GRPO_READER_EXTRA = ("padding_free",)
+"""Keys the GRPO reader plans that no GRPOConfig in the key table has (padding_free is SFTConfig's)."""
+
+
 def read_rloo_keys(keys: Any) -> None:
     """RLOO (`trl rloo`, rloo*.py) is read as GRPO's design with RLOOConfig's keys and defaults
     (beta 0.05, num_generations 2 in 1.16: rloo key table); ``keys`` is the reader's `Keys`. A
@@ -103,7 +107,7 @@ def read_rloo_keys(keys: Any) -> None:
                              "is not planned; allowed: the RLOOConfig of TRL >= 0.22 (model_name_or_path, num_generations)")
     grpo, transformers = key_table(GRPO), KT.transformers_table()
     for name in list(keys.values):
-        if name in grpo and name not in transformers and not keys.table.exists_in(name, keys.version):
-            keys.ignore(name, f"not an RLOOConfig key in TRL {version_text(keys.version)} (a GRPOConfig key): "
-                        "RLOOTrainer does not read it")
+        if (name in grpo or name in GRPO_READER_EXTRA) and name not in transformers \
+                and not keys.table.exists_in(name, keys.version):
+            keys.ignore(name, f"not an RLOOConfig key in TRL {version_text(keys.version)}: RLOOTrainer does not read it")
             del keys.values[name]

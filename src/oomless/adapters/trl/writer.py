@@ -13,12 +13,15 @@ import yaml
 
 from ...catalog.resolve import load_model
 from ...errors import InputError
-from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
+from ...spec.run import Algorithm, FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
+from .. import key_tables as KT
 from ..common import cannot_express, fallback_spec, version_text
 from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
 from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS, GRAPHS_IN_BUDGET
+from . import ppo_writer as PW
+from . import trainers as TT
 
 CONFIG_NAME = "grpo_config.yaml"
 ACCELERATE_NAME = "accelerate_config.yaml"
@@ -48,6 +51,8 @@ def export_files(spec: RunSpec) -> dict[str, str]:
 
 
 def _directive(spec: RunSpec) -> str:
+    if spec.algorithm == Algorithm.ppo:
+        return PW.directive(spec)
     vllm = GRAPHS_IN_BUDGET if spec.rollout.cuda_graphs_in_budget else VLLM_BEFORE_GRAPHS_IN_BUDGET
     return (f"# oomless: trl=={version_text(LATEST)} vllm=={version_text(vllm)} "
             f"max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
@@ -64,9 +69,34 @@ MAIN_FILE = LAUNCH_NAME
 def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any]:
     """GRPOConfig / ModelConfig key → value: what `render` writes into grpo_config.yaml, and what
     `fit --from trl --write` patches into the user's YAML or launch flags (one mapping for both).
-    A key left out takes TRL's default."""
+    A key left out takes TRL's default. A PPO spec gets PPOConfig's keys (`ppo_writer`), an
+    RLOO spec RLOOConfig's (`_rloo_settings`)."""
     _same_launch(spec)
-    return {**_model(spec), **_training(spec), **_rollout(spec)}
+    if spec.algorithm == Algorithm.ppo:
+        return PW.native_settings(spec, _model(spec), OPTIM[spec.optimizer.value])
+    if spec.algorithm not in (Algorithm.grpo, Algorithm.rloo):
+        cannot_express("algorithm", f"{spec.algorithm.value!r} cannot be written for TRL; allowed: grpo, ppo, rloo")
+    out = {**_model(spec), **_training(spec), **_rollout(spec)}
+    return _rloo_settings(spec, out) if spec.algorithm == Algorithm.rloo else out
+
+
+RLOO_SPEC_KEYS = {"padding_free": "batch.padding_free", "cast_lm_head_to_fp32": "logits",
+                  "reward_model_name_or_path": "reward_model.model"}
+"""GRPO keys of a spec value that RLOOConfig (1.16) lacks, and the spec field each says."""
+
+
+def _rloo_settings(spec: RunSpec, grpo: dict[str, Any]) -> dict[str, Any]:
+    """The GRPO settings RLOOConfig/ModelConfig/TrainingArguments of TRL 1.16 have (rloo key
+    table); a spec value only a GRPOConfig key says cannot be written."""
+    table, base = TT.key_table(TT.RLOO), KT.transformers_table()
+    out = {}
+    for key, value in grpo.items():
+        if table.exists_in(key, LATEST) or key in base:
+            out[key] = value
+        elif key in RLOO_SPEC_KEYS:
+            cannot_express(RLOO_SPEC_KEYS[key], f"{value!r} cannot be written for TRL {version_text(LATEST)} RLOO: "
+                           f"RLOOConfig has no {key}")
+    return out
 
 
 def _train_gpus_per_node(spec: RunSpec) -> int:
@@ -102,18 +132,34 @@ def render_files(spec: RunSpec) -> dict[str, str]:
 def render(spec: RunSpec) -> dict[str, str]:
     files: dict[str, str] = {}
     train_gpus = spec.hardware.gpus_per_node - (spec.rollout.num_gpus if spec.rollout.engine == RolloutEngine.vllm_separate else 0)
-    config = {**native_settings(spec), "accelerate_config": ACCELERATE_NAME, "output_dir": "output", "report_to": "none"}
     accelerate = _accelerate(spec, train_gpus, files)
     plan = f"oomless plan --from trl {LAUNCH_NAME} --gpu {spec.hardware.gpu or '<GPU>'}"
     if spec.hardware.host_ram_gib is not None:
         plan += f" --host-ram {spec.hardware.host_ram_gib:g}"
-    head = (f"# GRPO of {spec.model} with TRL, written by `oomless export --to trl`.\n"
-            f"# Run from this directory: bash {LAUNCH_NAME}  (or: trl grpo --config {CONFIG_NAME})\n"
+    if spec.algorithm == Algorithm.ppo:
+        head = (f"# PPO of {spec.model} with TRL's {PW.SCRIPT}, written by `oomless export --to trl`.\n"
+                f"# Copy these files into the root of a TRL 1.12 checkout and run there: bash {LAUNCH_NAME}\n# Plan it: {plan}\n"
+                + _directive(spec))
+        files[ACCELERATE_NAME] = yaml.safe_dump(accelerate, sort_keys=False)
+        files[LAUNCH_NAME] = PW.launch_text(native_settings(spec), spec, ACCELERATE_NAME, head)
+        return files
+    config = {**native_settings(spec), "accelerate_config": ACCELERATE_NAME, "output_dir": "output", "report_to": "none"}
+    head = (f"# {spec.algorithm.value.upper()} of {spec.model} with TRL, written by `oomless export --to trl`.\n"
+            f"# Run from this directory: bash {LAUNCH_NAME}  (or: {_command(spec)} --config {_config_name(spec)})\n"
             f"# Plan it: {plan}\n" + _directive(spec))
-    files[CONFIG_NAME] = head + yaml.safe_dump(config, sort_keys=False)
+    files[_config_name(spec)] = head + yaml.safe_dump(config, sort_keys=False)
     files[ACCELERATE_NAME] = yaml.safe_dump(accelerate, sort_keys=False)
     files[LAUNCH_NAME] = _launch(spec, train_gpus, head)
     return files
+
+
+def _command(spec: RunSpec) -> str:
+    """`trl grpo`, or `trl rloo` (trl/cli/commands: both TrainingCommands in 1.16)."""
+    return "trl rloo" if spec.algorithm == Algorithm.rloo else "trl grpo"
+
+
+def _config_name(spec: RunSpec) -> str:
+    return "rloo_config.yaml" if spec.algorithm == Algorithm.rloo else CONFIG_NAME
 
 
 def _model(spec: RunSpec) -> dict[str, Any]:
@@ -272,7 +318,7 @@ def _launch(spec: RunSpec, train_gpus: int, head: str) -> str:
             serve += " --enforce_eager true"
         lines += ["# The vLLM server on its own GPU(s); training waits for it.", serve + " &", "sleep 120", ""]
     devices = ",".join(str(i) for i in range(train_gpus))
-    lines.append(f"CUDA_VISIBLE_DEVICES={devices} trl grpo --config {CONFIG_NAME}")
+    lines.append(f"CUDA_VISIBLE_DEVICES={devices} {_command(spec)} --config {_config_name(spec)}")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,196 @@
+"""TRL's PPO and RLOO scripts read as the trainers they run (`adapters/trl/trainers.py`,
+`ppo.py`, `ppo_writer.py`): PPO's four models, HF generation, its batch and length keys and
+release limits; RLOO's own config defaults; write-back in PPOConfig's own keys."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from oomless.adapters import HardwareFlags
+from oomless.adapters.trl import trainers as TT
+from oomless.adapters.trl.reader import import_path
+from oomless.adapters.trl.writer import export_files, native_settings
+from oomless.cli.main import app
+from oomless.errors import InputError
+from oomless.planner.plan import make_plan
+from oomless.spec.load import parse_spec, resolve
+from oomless.spec.run import RolloutEngine
+from tests.adapters.native_helpers import fit_write
+
+CORPUS = Path(__file__).resolve().parents[1] / "real_configs" / "trl" / "HEAD"
+PPO_DOC = CORPUS / "docs" / "source" / "ppo_trainer.md.L19-32.sh"
+RLOO_DOC = CORPUS / "docs" / "source" / "rloo_trainer.md.L562-574.sh"
+RLOO_VLM = CORPUS / "examples" / "scripts" / "rloo_vlm.py.L48-61.sh"
+
+
+def read(path: Path, **hw: Any) -> tuple[dict, list, list]:
+    return import_path(path, HardwareFlags(**{"gpu": "A100-80GB", **hw}))
+
+
+def write(tmp_path: Path, text: str, name: str = "run.sh") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+PPO_CMD = """{directive}accelerate launch --num_processes 2 examples/scripts/ppo/ppo.py \\
+    --model_name_or_path EleutherAI/pythia-1b-deduped \\
+    --sft_model_path EleutherAI/pythia-1.4b-deduped \\
+    --reward_model_path EleutherAI/pythia-160m \\
+    --per_device_train_batch_size 8 --gradient_accumulation_steps 4 {extra}
+"""
+
+
+def ppo(tmp_path: Path, extra: str = "", directive: str = "") -> tuple[dict, list, list]:
+    return read(write(tmp_path, PPO_CMD.format(extra=extra, directive=directive)))
+
+
+def test_the_ppo_docs_command_reads_as_ppo_with_its_four_models() -> None:
+    spec, _, notes = read(PPO_DOC, gpus_per_node=8)
+    assert spec["algorithm"] == "ppo"
+    assert spec["model"] == spec["critic"]["model"] == spec["reward_model"]["model"] == "EleutherAI/pythia-1b-deduped"
+    assert spec["rollout"]["engine"] == "hf"
+    assert spec["gradient_checkpointing"] is False  # PPOTrainer never enables it
+    assert spec["lengths"]["max_completion_tokens"] == 53  # PPOConfig's response_length default
+    assert spec["batch"] == {"micro_batch_size": 64, "gradient_accumulation_steps": 1, "num_generations": 1}
+    assert any("TRL 1.12" in n for n in notes)  # the newest release with PPOTrainer
+
+
+def test_policy_is_sft_model_path_and_value_and_reward_models_are_reward_model_path(tmp_path: Path) -> None:
+    spec, ignored, _ = ppo(tmp_path)
+    assert spec["model"] == "EleutherAI/pythia-1.4b-deduped"  # model_name_or_path is the tokenizer's
+    assert spec["critic"] == {"model": "EleutherAI/pythia-160m"}
+    assert spec["reward_model"] == {"model": "EleutherAI/pythia-160m"}
+    assert spec["kl_beta"] == 0.05  # kl_coef's default
+    assert spec["batch"]["logprob_micro_batch_size"] == 32  # min(local_rollout_forward_batch_size 64, 8 × 4)
+    assert not any(line.startswith(("sft_model_path", "reward_model_path")) for line in ignored)
+
+
+def test_the_ppo_plan_holds_four_models_and_trains_the_critic(tmp_path: Path) -> None:
+    run = resolve(parse_spec(ppo(tmp_path)[0]))
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    train = next(p for p in plan.devices[0].phases if p.name == "train")
+    weights = {c.name: c.num_bytes for c in train.components if c.name.endswith(".weights")}
+    for model in ("policy", "reference", "critic", "reward"):
+        assert weights.get(f"{model}.weights", 0) > 0, model
+    # the 160m reward model is planned as itself, not as the 1.4b policy
+    assert weights["reward.weights"] * 4 < weights["policy.weights"]
+    assert {p.name for p in plan.devices[0].phases} >= {"critic_train", "logprob"}
+
+
+def test_ppo_tldr_keeps_prompts_of_512_tokens(tmp_path: Path) -> None:
+    text = PPO_CMD.format(extra="", directive="").replace("ppo/ppo.py", "ppo/ppo_tldr.py")
+    spec, _, _ = read(write(tmp_path, text))
+    assert spec["lengths"]["max_prompt_tokens"] == 512
+    spec, _, _ = read(write(tmp_path, "# oomless: max_prompt_tokens=100\n" + text))
+    assert spec["lengths"]["max_prompt_tokens"] == 100
+
+
+def test_ppo_keys_are_read_and_vllm_keys_are_not(tmp_path: Path) -> None:
+    spec, ignored, _ = ppo(tmp_path, "--response_length 200 --kl_coef 0.1 --local_rollout_forward_batch_size 4 "
+                                     "--gradient_checkpointing true --num_ppo_epochs 4 --use_vllm true")
+    assert spec["lengths"]["max_completion_tokens"] == 200 and spec["kl_beta"] == 0.1
+    assert spec["batch"]["logprob_micro_batch_size"] == 4
+    assert spec["gradient_checkpointing"] is False
+    assert any(line.startswith("gradient_checkpointing: PPOTrainer never enables it") for line in ignored)
+    assert "num_ppo_epochs: no effect on memory" in ignored
+    assert any(line.startswith("use_vllm:") for line in ignored)  # not a PPOConfig key
+
+
+def test_ppo_with_lora_keeps_the_reference_forward_on_the_policy(tmp_path: Path) -> None:
+    spec, _, _ = ppo(tmp_path, "--use_peft true --lora_r 8 --lora_target_modules query_key_value")
+    assert spec["finetune"]["method"] == "lora"
+    assert "recompute_old_logprobs" not in spec["rollout"]  # the adapter-off forward is the reference's
+    full, _, _ = ppo(tmp_path)
+    assert full["rollout"]["recompute_old_logprobs"] is False  # old log-probs are generate's scores
+
+
+def test_examples_before_0_26_load_fp32_models_with_default_attention(tmp_path: Path) -> None:
+    spec, ignored, _ = ppo(tmp_path, "--attn_implementation flash_attention_2", "# oomless: trl==0.20\n")
+    assert "attention" not in spec
+    assert any(line.startswith("attn_implementation: TRL 0.20's PPO example scripts do not pass it") for line in ignored)
+    spec, _, _ = ppo(tmp_path, "--attn_implementation flash_attention_2", "# oomless: trl==0.26\n")
+    assert spec["attention"] == "flash_attention_2"
+
+
+@pytest.mark.parametrize(("extra", "directive", "field"), [
+    ("--num_mini_batches 3", "", "num_mini_batches"),  # 8 × 4 rollouts per rank do not split in 3
+    ("", "# oomless: trl==1.16\n", "trl version"),  # PPOTrainer is gone from 1.13
+    ("", "# oomless: trl==0.18\n", "bf16"),  # PPOConfig defaults bf16 only from 0.19
+    ("--sft_model_path no-such/model-xyz", "", "sft_model_path"),
+])
+def test_bad_ppo_input_is_one_error_naming_the_flag(tmp_path: Path, extra: str, directive: str, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        ppo(tmp_path, extra, directive)
+    assert err.value.field == field
+    path = write(tmp_path, PPO_CMD.format(extra=extra, directive=directive), "cli.sh")
+    result = CliRunner().invoke(app, ["plan", "--from", "trl", str(path), "--gpu", "A100-80GB"])
+    assert result.exit_code == 2
+    assert field in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("script", "trainer"), [
+    ("examples/scripts/ppo/ppo.py", "ppo"), ("ppo_tldr.py", "ppo"), ("run_ppo.py", "ppo"), ("dppo.py", "grpo"),
+    ("examples/scripts/rloo_vlm.py", "rloo"), ("trl rloo", "rloo"), ("trl.scripts.rloo", "rloo"),
+    ("trl grpo", "grpo"), ("grpo_vlm.py", "grpo"), ("", "grpo"),
+])
+def test_trainer_of_script(script: str, trainer: str) -> None:
+    assert TT.trainer_of(script, None) == trainer
+
+
+def test_rloo_commands_read_as_rloo_with_rloo_config_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(CORPUS)  # the commands name their accelerate config from the repository root
+    spec, _, _ = read(RLOO_VLM, gpus_per_node=8)
+    assert spec["algorithm"] == "rloo"
+    assert spec["kl_beta"] == 0.05  # RLOOConfig's beta (GRPOConfig's is 0.0 in 1.16)
+    spec, _, _ = read(RLOO_DOC, gpus_per_node=8)
+    assert spec["algorithm"] == "rloo" and spec["batch"]["num_generations"] == 2  # RLOOConfig's default
+
+
+def test_rloo_ignores_grpo_only_keys_and_refuses_the_old_trainer(tmp_path: Path) -> None:
+    base = "accelerate launch --num_processes 2 examples/scripts/rloo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct "
+    spec, ignored, _ = read(write(tmp_path, base + "--padding_free true --num_generations 4"))
+    assert "padding_free" not in spec["batch"]
+    assert any(line.startswith("padding_free: not an RLOOConfig key") for line in ignored)
+    with pytest.raises(InputError) as err:
+        read(write(tmp_path, base + "--sft_model_path Qwen/Qwen2.5-0.5B-Instruct"))
+    assert err.value.field == "sft_model_path"
+    with pytest.raises(InputError) as err:
+        read(write(tmp_path, "# oomless: trl==0.21\n" + base))
+    assert err.value.field == "trl version"
+
+
+def test_ppo_export_writes_only_ppo_config_keys_and_reads_back(tmp_path: Path) -> None:
+    spec = parse_spec(ppo(tmp_path)[0])
+    files = export_files(spec)  # raises unless the files read back as the spec
+    table = TT.key_table(TT.PPO)
+    settings = native_settings(spec)
+    assert not [k for k in settings if not (table.exists_in(k, TT.PPO_LAST) or k in ("fp16", "optim",
+                "per_device_train_batch_size", "gradient_accumulation_steps"))]
+    assert "examples/scripts/ppo/ppo.py" in files["launch.sh"] and "vllm" not in files["launch.sh"]
+
+
+def test_ppo_refuses_what_ppo_trainer_cannot_run(tmp_path: Path) -> None:
+    spec = parse_spec(ppo(tmp_path)[0])
+    for change in ({"rollout": spec.rollout.model_copy(update={"engine": RolloutEngine.vllm_colocate})},
+                   {"gradient_checkpointing": True}):
+        with pytest.raises(InputError):
+            native_settings(spec.model_copy(update=change))
+
+
+def test_fit_writes_the_ppo_docs_command_back_in_ppo_keys(tmp_path: Path) -> None:
+    source = tmp_path / "src" / PPO_DOC.name
+    source.parent.mkdir()
+    shutil.copy(PPO_DOC, source)
+    result = fit_write("trl", source, tmp_path / "out", "--gpu", "A100-80GB")
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "out" / PPO_DOC.name)
+    text = written.read_text() if written.exists() else source.read_text()
+    assert "--use_vllm" not in text and "--vllm_" not in text
+    back, _, _ = read(written if written.exists() else source)
+    assert back["algorithm"] == "ppo"
