@@ -188,6 +188,10 @@ def _source_link(source: dict[str, Any]) -> str:
     return f"[{_cell(label)}]({source['url']})"
 
 
+def _signed(error_pct: float | None) -> str:
+    return "not planned" if error_pct is None else f"{error_pct:+.1f} %"
+
+
 def _gib(value: float | None) -> str:
     return "—" if value is None else f"{value:,.2f}"
 
@@ -223,9 +227,15 @@ def render_doc(figures: list[dict[str, Any]], results: list[Result]) -> str:
         r = by_id[f["id"]]
         if not f["informative"]:
             continue
-        error = "—" if r.error_pct is None else f"{r.error_pct:+.1f} %"
+        error = "—" if r.error_pct is None else _signed(r.error_pct)
         lines.append(f"| {_cell(f['id'])} | {_gib(r.measured_gib)} | {_gib(r.planned_gib)} | {error} | "
                      f"{_cell(f['quantity'])} (`{f['compare']}`) | {_source_link(f['source'])} |")
+    noted = [f for f in figures if f["informative"] and f.get("notes")]
+    if noted:
+        lines += ["", "## What the misses point at", "",
+                  "Read against the frameworks' sources; arithmetic uses the plan's own components. "
+                  "Nothing below is applied to the planner.", ""]
+        lines += [f"- **{_cell(f['id'])}** ({_signed(by_id[f['id']].error_pct)}): {_cell(f['notes'])}" for f in noted]
     problems = [r for r in results if r.informative and r.problem]
     if problems:
         lines += ["", "Refused by the planner: " + "; ".join(f"{r.id} ({_cell(r.problem)})" for r in problems)]
@@ -253,8 +263,7 @@ NOTES = [
     "- Where a config leaves the prompt unbounded (TRL 0.26 does not truncate prompts), the config",
     "  file says which bound was planned and why; the plan is the config's worst case, the figure a",
     "  run on real data, so a positive error there is partly the gap between the two.",
-    "- The planner's mechanism gaps these rows expose are discussed in the report that built this",
-    "  set; they are not corrected here.",
+    "- The planner is run unchanged; the mechanism errors above are reported, not corrected here.",
 ]
 
 
