@@ -194,3 +194,16 @@ def test_fit_writes_the_ppo_docs_command_back_in_ppo_keys(tmp_path: Path) -> Non
     assert "--use_vllm" not in text and "--vllm_" not in text
     back, _, _ = read(written if written.exists() else source)
     assert back["algorithm"] == "ppo"
+
+
+def test_notes_size_what_the_spec_cannot_say(tmp_path: Path) -> None:
+    """generate's fp32 scores: rollouts per rank × response_length × vocab × 4 B (hand-derived
+    for pythia-1.4b, vocab 50,304); they grow with response_length."""
+    _, _, notes = ppo(tmp_path, "--response_length 100")
+    scores = 8 * 4 * 100 * 50304 * 4
+    assert any(f"fp32: {scores / 2**30:.2f} GiB" in n for n in notes)
+    _, _, longer = ppo(tmp_path, "--response_length 200")
+    assert any(f"fp32: {2 * scores / 2**30:.2f} GiB" in n for n in longer)
+    assert any("loaded in float32" in n for n in notes)
+    _, _, bf16 = ppo(tmp_path, "--dtype bfloat16")
+    assert not any("loaded in float32" in n for n in bf16)

@@ -1,4 +1,6 @@
-"""TRL GRPO (`trl grpo`, accelerate/torchrun launches): `reader` (config → spec), `writer` (spec → config), launch (accelerate and vLLM server settings).
+"""TRL GRPO, RLOO and PPO (`trl grpo`, `trl rloo`, accelerate/torchrun/python launches of their scripts):
+`reader` (config → spec; `trainers` says which trainer a launch runs, `ppo` reads PPOTrainer's
+runs), `writer` (spec → config; `ppo_writer` for PPO), launch (accelerate and vLLM server settings).
 
 The reader never imports the writer; the writer may read its own output back through the reader."""
 

@@ -80,19 +80,24 @@ torch_dtype up to 0.26), so the note names them. Source: trl 0.24.0 `trl/trainer
 
 
 SPEC_SOURCES: dict[str, str] = {
-    "model": "model_name_or_path", "finetune.method": "use_peft | load_in_4bit", "finetune.lora_rank": "lora_r",
+    "model": "sft_model_path | model_name_or_path",
+    "algorithm": "trl grpo | ppo.py | ppo_tldr.py | rloo.py | rloo_vlm.py | trl rloo",
+    "critic": "reward_model_path", "reward_model": "reward_model_name_or_path | reward_model_path",
+    "finetune.method": "use_peft | load_in_4bit", "finetune.lora_rank": "lora_r",
     "finetune.lora_alpha": "lora_alpha", "finetune.lora_targets": "lora_target_modules",
     "distribution": "deepspeed | accelerate_config | config_file", "precision": "bf16 | fp16 | dtype | torch_dtype",
     "gradient_checkpointing": "gradient_checkpointing", "attention": "attn_implementation",
-    "logits": "use_liger_kernel | use_liger_loss | cast_lm_head_to_fp32", "kl_beta": "beta",
+    "logits": "use_liger_kernel | use_liger_loss | cast_lm_head_to_fp32", "kl_beta": "beta | kl_coef",
     "batch.micro_batch_size": "per_device_train_batch_size", "batch.num_generations": "num_generations",
     "batch.gradient_accumulation_steps": "gradient_accumulation_steps", "batch.steps_per_generation": "steps_per_generation",
-    "batch.padding_free": "padding_free", "lengths.max_completion_tokens": "max_completion_length",
+    "batch.padding_free": "padding_free", "lengths.max_completion_tokens": "max_completion_length | response_length",
+    "batch.logprob_micro_batch_size": "local_rollout_forward_batch_size",
     "lengths.max_prompt_tokens": "max_prompt_tokens | max_prompt_length", "rollout.engine": "use_vllm | vllm_mode",
     "rollout.gpu_memory_utilization": "vllm_gpu_memory_utilization | gpu_memory_utilization",
     "rollout.tensor_parallel_size": "vllm_tensor_parallel_size | tensor_parallel_size",
     "rollout.max_model_len": "vllm_max_model_length | max_model_len", "rollout.sleep_level": "vllm_enable_sleep_mode",
     "hardware.gpus_per_node": "num_processes | nproc_per_node", "hardware.num_nodes": "num_machines | nnodes",
 }
-"""Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
-`oomless import` comments every value with the one the file sets."""
+"""Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`
+(GRPO/RLOO's, then PPO's: sft_model_path, reward_model_path, kl_coef, response_length,
+local_rollout_forward_batch_size); `oomless import` comments every value with the one the file sets."""

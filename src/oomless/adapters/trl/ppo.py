@@ -41,6 +41,8 @@ from ...catalog.models import ModelArch
 from ...catalog.resolve import load_model
 from ... import safe_paths as SP
 from ...errors import InputError
+from ...memory import constants as C
+from ...memory import params as P
 from ..args import hf_optimizer
 from ..common import version_text
 from . import launch as TL
@@ -62,7 +64,7 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     reward_path = _path(keys, "reward_model_path")
     keys.get("model_name_or_path")  # the tokenizer's only
     arch = _load(policy_path, "sft_model_path", base)
-    _load(reward_path, "reward_model_path", base)
+    reward_arch = _load(reward_path, "reward_model_path", base)
     _example_model_kwargs(keys, notes)
     spec: dict[str, Any] = {"model": policy_path, "algorithm": "ppo"}
     finetune = R._finetune(keys, arch)
@@ -96,7 +98,32 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     spec["hardware"] = R._hardware(hardware, processes, nodes)
     if spec["kl_beta"] == 0 and finetune["method"] == "full":
         notes.append("kl_coef 0: PPOTrainer still loads the reference policy, which the plan leaves out (kl_beta 0)")
+    notes.extend(unplanned_notes(keys, spec, arch, reward_arch))
     return spec
+
+
+def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arch: ModelArch) -> list[str]:
+    """What PPOTrainer holds that the spec cannot say, sized, so the reader knows how far the
+    plan may be low (trl 1.12.0 experimental/ppo/ppo_trainer.py): generate's scores are fp32
+    (transformers 4.56.2 generation/utils.py `_sample`: next_token_logits `.to(dtype=torch.float32)`,
+    `scores += (next_token_scores,)`), stacked per chunk and kept as `logitss` through the PPO
+    epochs; ppo.py loads every model in ModelConfig's dtype (float32 by default)."""
+    out = []
+    batch = spec["batch"]
+    rollouts = batch["micro_batch_size"] * batch["gradient_accumulation_steps"]
+    scores = rollouts * spec["lengths"]["max_completion_tokens"] * arch.vocab_size * C.FP32_BYTES
+    out.append(f"TRL PPO keeps generate's scores ({rollouts} rollouts × response_length × vocab, fp32: "
+               f"{scores / 2**30:.2f} GiB) on the GPU until the next rollout (`logitss` in train()): not planned")
+    dtype = str(keys.values.get("dtype", "float32")) if keys.version >= TT.PPO_EXAMPLES_PASS_MODEL_KWARGS else "float32"
+    if dtype == "float32":
+        reward = P.num_parameters(reward_arch) - P.num_lm_head_parameters(reward_arch)  # body + 1-wide score head
+        frozen = reward + (P.num_parameters(arch) if spec["finetune"]["method"] == "full" else 0)
+        extra = frozen * (C.FP32_BYTES - C.BF16_BYTES)
+        out.append(f"the reference and reward models are loaded in float32 (dtype), planned as bf16: {extra / 2**30:.2f} GiB "
+                   "more per GPU (whole models; ZeRO-3 shards them)")
+    out.append("TRL PPO trains the value model in the policy's backward (PolicyAndValueWrapper): both models' "
+               "activations and gradients coexist, planned as separate train and critic_train phases")
+    return out
 
 
 def _path(keys: Any, name: str) -> str:

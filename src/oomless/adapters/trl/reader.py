@@ -1,4 +1,6 @@
 """TRL GRPO (`trl grpo`, or `accelerate launch` of a GRPOTrainer script): config → spec, spec → config.
+RLOO launches (`trl rloo`, rloo*.py: TRL >= 0.22) are read the same way with RLOOConfig's keys and
+defaults as `algorithm: rloo`; PPO launches (ppo*.py) by `ppo.py` (`trainers.py` tells them apart).
 
 How the files are passed (the way TRL's own CLI takes them):
 - PATH is a `trl grpo --config` YAML: GRPOConfig keys, ModelConfig keys (`model_name_or_path`,
