@@ -181,8 +181,9 @@ def _cell(text: Any) -> str:
 
 
 def _source_link(source: dict[str, Any]) -> str:
-    where = source.get("repo", "")
-    label = f"{where} `{source['path']}`" + (f" L{source['line']}" if "line" in source else "")
+    if "path" not in source:
+        return f"[{_cell(source['title'])}]({source['url']})"
+    label = f"{source['repo']} `{source['path']}`" + (f" L{source['line']}" if "line" in source else "")
     if "tag" in source:
         label += f" ({source['tag']})"
     return f"[{_cell(label)}]({source['url']})"

@@ -36,7 +36,8 @@ def test_ids_are_unique() -> None:
 def test_entry_has_source_quote_and_measurement(figure: dict[str, Any]) -> None:
     source = figure["source"]
     assert source["url"].startswith("https://"), figure["id"]
-    assert source.get("path") and source.get("repo"), figure["id"]
+    assert (source.get("path") and source.get("repo")) or source.get("title"), (
+        f"{figure['id']}: name the repository file, or the page's title")
     if "commit" in source:
         assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]), figure["id"]
     assert figure["quote"].strip() and figure["quantity"].strip() and figure["config"].strip()
