@@ -207,3 +207,13 @@ def test_notes_size_what_the_spec_cannot_say(tmp_path: Path) -> None:
     assert any("loaded in float32" in n for n in notes)
     _, _, bf16 = ppo(tmp_path, "--dtype bfloat16")
     assert not any("loaded in float32" in n for n in bf16)
+
+
+def test_rloo_reads_the_deprecated_on_policy_names_as_the_new_ones(tmp_path: Path) -> None:
+    text = ("# oomless: trl==0.23\naccelerate launch --num_processes 2 examples/scripts/rloo.py "
+            "--model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --per_device_train_batch_size 4 "
+            "--rloo_k 4 --num_generations 2 --kl_coef 0.2 --response_length 300\n")
+    spec, _, notes = read(write(tmp_path, text))
+    assert spec["batch"]["num_generations"] == 4  # the deprecated name wins in 0.22-0.24
+    assert spec["kl_beta"] == 0.2 and spec["lengths"]["max_completion_tokens"] == 300
+    assert any(line.startswith("rloo_k: read as num_generations") for line in notes)

@@ -179,7 +179,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
         spec = ppo_spec(keys, launch, hardware, prompt_directive, read, notes, base)
         return spec, launch.ignored + keys.leftover(), notes
     if trainer == TT.RLOO:
-        TT.read_rloo_keys(keys)
+        TT.read_rloo_keys(keys, notes)
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     if idle_engine is not None and spec["rollout"]["engine"] == "hf":

@@ -92,11 +92,16 @@ OLD_RLOO_KEYS = ("sft_model_path", "reward_model_path")
 (rloo key table: both last in 0.21.0)."""
 
 
+RLOO_DEPRECATED = {"rloo_k": "num_generations", "kl_coef": "beta", "num_mini_batches": "steps_per_generation",
+                   "response_length": "max_completion_length"}
+"""Old RLOOConfig names the rewritten one maps onto its own in 0.22–0.24, the old value winning
+(0.22.2 rloo_config.py `__post_init__` `_DEPRECATED_PARAMS`: `setattr(self, new_param, old_value)`);
+dropped in 0.25 (rloo key table), where they are read with that meaning, noted."""
 GRPO_READER_EXTRA = ("padding_free",)
 """Keys the GRPO reader plans that no GRPOConfig in the key table has (padding_free is SFTConfig's)."""
 
 
-def read_rloo_keys(keys: Any) -> None:
+def read_rloo_keys(keys: Any, notes: list[str]) -> None:
     """RLOO (`trl rloo`, rloo*.py) is read as GRPO's design with RLOOConfig's keys and defaults
     (beta 0.05, num_generations 2 in 1.16: rloo key table); ``keys`` is the reader's `Keys`. A
     key of GRPOConfig that RLOOConfig of the release lacks is ignored (RLOOTrainer never reads
@@ -105,6 +110,10 @@ def read_rloo_keys(keys: Any) -> None:
         if name in keys.values and not keys.table.exists_in(name, keys.version):
             raise InputError(name, "a key of TRL <= 0.21's RLOOTrainer (rloo_k, generation with transformers), which "
                              "is not planned; allowed: the RLOOConfig of TRL >= 0.22 (model_name_or_path, num_generations)")
+    for name, new_name in RLOO_DEPRECATED.items():
+        if name in keys.values:
+            keys.values[new_name] = keys.values.pop(name)
+            notes.append(f"{name}: read as {new_name} (RLOOConfig's deprecated name in TRL 0.22–0.24)")
     grpo, transformers = key_table(GRPO), KT.transformers_table()
     for name in list(keys.values):
         if (name in grpo or name in GRPO_READER_EXTRA) and name not in transformers \
