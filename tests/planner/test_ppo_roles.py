@@ -92,3 +92,24 @@ def test_reference_model_only_for_full_finetuning_with_kl() -> None:
     assert not has_reference_model(parse_spec(merged(BASE_SPEC, kl_beta=0.0)))
     assert not has_reference_model(parse_spec(merged(BASE_SPEC, **{"finetune.method": "lora"})))
     assert not has_reference_model(parse_spec(merged(BASE_SPEC, algorithm="dapo")))
+
+
+def test_a_value_model_wrapped_with_the_policy_is_gathered_for_generation() -> None:
+    """TRL PPOTrainer generates inside `unwrap_model_for_generation(PolicyAndValueWrapper)`:
+    under ZeRO-3 the value model is gathered with the policy."""
+    hf = merged(PPO, **{"rollout.engine": "hf", "rollout.sleep_level": 0, "distribution.strategy": "zero3"})
+    alone, wrapped = plan_of(hf), plan_of(merged(hf, **{"critic.wrapped_with_actor": True}))
+    critic = wrapped.models[Role.critic]
+    extra = critic.weights_full - critic.weights
+    assert extra > 0
+    assert component(wrapped, "rollout", "generate.gathered_weights") == component(alone, "rollout", "generate.gathered_weights") + extra
+    # without ZeRO-3 nothing is gathered, wrapped or not
+    ddp = merged(hf, **{"distribution.strategy": "zero2", "critic.wrapped_with_actor": True})
+    assert component(plan_of(ddp), "rollout", "generate.gathered_weights") == 0
+
+
+def test_only_ppo_has_a_value_model_to_wrap() -> None:
+    import pytest
+
+    with pytest.raises(Exception, match="wrapped_with_actor"):
+        plan_of(merged(BASE_SPEC, **{"critic.wrapped_with_actor": True}))

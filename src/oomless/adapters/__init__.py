@@ -85,7 +85,19 @@ def spec_sources(framework: str) -> dict[str, str]:
 def import_native(framework: str, path: Path, hardware: HardwareFlags) -> ImportResult:
     if not SP.exists(SP.checked_path(str(path), "file")):
         raise InputError(str(path), "no such file")
-    return _module(framework).import_config(path, hardware)
+    result = _module(framework).import_config(path, hardware)
+    _transformers_directive(path, result.spec)
+    return result
+
+
+def _transformers_directive(path: Path, spec: dict[str, Any]) -> None:
+    """`# oomless: transformers==X` in any framework's file gives the spec's
+    `transformers_version` (no framework config names the release it runs)."""
+    from .common import read_directives, read_text
+
+    version = read_directives(read_text(path), str(path)).get("transformers")
+    if version is not None and "transformers_version" not in spec:
+        spec["transformers_version"] = version
 
 
 def export_native(framework: str, spec: Any, out_dir: Path, force: bool) -> list[Path]:

@@ -34,6 +34,7 @@ from ..errors import EXIT_FITS, InputError
 
 if TYPE_CHECKING:
     from ..spec.load import ResolvedRun
+    from ..spec.run import RunSpec
     from ..trace.compare import Prediction
     from ..trace.result import TraceResult
 
@@ -88,6 +89,23 @@ def _without_images(run: ResolvedRun) -> tuple[ResolvedRun, list[str]]:
                                                   "are not traced; the step is traced and planned with text prompts only"]
 
 
+def _with_traced_transformers(spec: RunSpec) -> RunSpec:
+    """The spec the trace is compared with: it traced the installed transformers, so a spec
+    that names no `transformers_version` is planned for that one (its checkpointing hooks
+    decide what a frozen vision tower keeps: `planner.vision_terms`)."""
+    if spec.transformers_version is not None:
+        return spec
+    import transformers
+
+    from ..planner.vision_terms import frozen_tower_keeps_activations
+
+    traced = spec.model_copy(update={"transformers_version": transformers.__version__})
+    if frozen_tower_keeps_activations(traced):
+        typer.echo(f"note: compared with the plan for transformers {transformers.__version__}, the release traced "
+                   "(the spec names no transformers_version; it decides what the frozen vision tower keeps)", err=True)
+    return traced
+
+
 def trace_command(
     spec: Path = typer.Argument(None, help="Run spec (YAML). Optional with --model."),
     as_json: bool = typer.Option(False, "--json", help="Print the trace and the plan's prediction as JSON."),
@@ -129,7 +147,7 @@ def trace_command(
             typer.echo(f"warning: {line}", err=True)
         result = run_trace(raw_config(run.arch), setup_from_spec(run.spec, run.arch), chunk_rows=run.spec.logits_chunk_rows)
         result = dataclasses.replace(result, scope=trace_scope(run.spec))
-        prediction = predict(run.spec, run.arch, run.gpu)
+        prediction = predict(_with_traced_transformers(run.spec), run.arch, run.gpu)
         if as_json:
             typer.echo(json.dumps(_document(result, prediction), indent=2))
         else:
@@ -201,7 +219,7 @@ def _render_vision(result: TraceResult, prediction: Prediction) -> None:
     typer.echo(f"\nVision tower ({state}): {v.num_images} images of {t}×{h}×{w} = {v.num_patches:,} patches "
                f"({s.image_tokens_per_sequence:,} image tokens per sequence); the plan's worst image has {p.num_patches:,}")
     rows = [
-        ("held while the LM trains", v.held_bytes, p.saved_bytes, "saved + merger; 0 when frozen"),
+        ("held while the LM trains", v.held_bytes, p.saved_bytes, "saved + merger; 0 when frozen before transformers 5.0"),
         ("training forward peak", v.forward_peak_bytes, p.train_bytes, "train phase vision.activations"),
         ("log-prob forward peak", v.logprob_forward_peak_bytes, p.logprob_bytes, "log-prob phase vision.activations"),
         ("backward peak", v.backward_peak_bytes, p.saved_bytes + p.backward_transient_bytes, "saved + backward transient"),

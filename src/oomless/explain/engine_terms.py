@@ -99,9 +99,16 @@ def kv_cache(ctx: Ctx, name: str) -> Formula:
 @gpu(r"generate\.gathered_weights")
 def generate_gathered(ctx: Ctx, name: str) -> Formula:
     m = ctx.model(Role.actor)
-    return Formula("W_full - W_shard", (Input("W_full", m.weights_full, "the actor's unsharded weights"),
-                                        Input("W_shard", m.weights, "this GPU's shard (policy.weights)")),
-                   "TRL/VLM-R1 unwrap_model_for_generation (ds3_gather_for_generation=True)", code_ref(GP.GroupPlanner.hf_generate))
+    inputs = (Input("W_full", m.weights_full, "the actor's unsharded weights"),
+              Input("W_shard", m.weights, "this GPU's shard (policy.weights)"))
+    source = "TRL/VLM-R1 unwrap_model_for_generation (ds3_gather_for_generation=True)"
+    if ctx.spec.critic.wrapped_with_actor and Role.critic in ctx.plan.models:
+        c = ctx.model(Role.critic)
+        return Formula("(W_full - W_shard) + (Wc_full - Wc_shard)", inputs + (
+            Input("Wc_full", c.weights_full, "the value model's unsharded weights (one module with the policy)"),
+            Input("Wc_shard", c.weights, "this GPU's shard of it")),
+            source + "; TRL PPOTrainer's PolicyAndValueWrapper", code_ref(GP.generate_gathered_bytes))
+    return Formula("W_full - W_shard", inputs, source, code_ref(GP.GroupPlanner.hf_generate))
 
 
 def _sequences(ctx: Ctx) -> Input:

@@ -95,6 +95,15 @@ def _merged_with_slack(components: list[Component]) -> tuple[Component, ...]:
     return tuple(kept + ([slack] if slack.num_bytes else []))
 
 
+def generate_gathered_bytes(spec: RunSpec, models: dict[Role, RoleModel]) -> int:
+    """What ZeRO-3 gathers beyond this GPU's shards while transformers generates: the actor,
+    and the critic when it is one module with it (`critic.wrapped_with_actor`)."""
+    if not S.SHARDING[spec.distribution.strategy].weights:
+        return 0
+    wrapped = [models[Role.critic]] if spec.critic.wrapped_with_actor and Role.critic in models else []
+    return sum(m.weights_full - m.weights for m in (models[Role.actor], *wrapped))
+
+
 class GroupPlanner:
     """Builds the phases of one GPU of ``group``."""
 
@@ -110,7 +119,7 @@ class GroupPlanner:
         )
         self._work_key = (
             value_key(shape.lengths), value_key(spec.attention), value_key(spec.vision), value_key(spec.logits),
-            value_key(spec.logits_chunk_rows),
+            value_key(spec.logits_chunk_rows), value_key(spec.transformers_version),
         )
 
     def _once(self, key: object, build) -> list[Component]:
@@ -246,14 +255,17 @@ class GroupPlanner:
         """transformers `generate` in the training process for the whole local rollout batch.
 
         ZeRO-3 gathers the full actor for generation (TRL/VLM-R1 `unwrap_model_for_generation`,
-        ds3_gather_for_generation=True). The KV cache holds every sequence at full length
+        ds3_gather_for_generation=True), and the value model with it when the two are one module
+        (`critic.wrapped_with_actor`: TRL PPOTrainer unwraps `PolicyAndValueWrapper`, trl
+        v0.14.0 trainer/ppo_trainer.py, v1.12.0 experimental/ppo/ppo_trainer.py `train`).
+        The KV cache holds every sequence at full length
         (DynamicCache, bf16, no TP); prefill runs all prompts at once (vision tower included);
         each decode step makes fp32 next-token logits. Source: transformers
         generation/utils.py (`_sample`).
         """
         m, shape, arch = self.models[Role.actor], self.shape, self.models[Role.actor].arch
         seqs = shape.generation_sequences_per_gpu
-        gathered = m.weights_full - m.weights if S.SHARDING[self.spec.distribution.strategy].weights else 0
+        gathered = generate_gathered_bytes(self.spec, self.models)
         kv = seqs * shape.seq_len * V.kv_bytes_per_token(arch, 1)
         prefill = A.inference_forward_peak_bytes(arch, seqs * shape.prompt_len) + VT.inference_bytes(self.spec, shape, arch, seqs)
         step_logits = seqs * arch.vocab_size * C.FP32_BYTES

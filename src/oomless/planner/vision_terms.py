@@ -4,7 +4,8 @@ Images in the training and log-prob batches have the area and count of the plann
 (`RunShape.lengths`): the worst case the declared limits allow (`vision.max_pixels`,
 `vision.max_tiles`) unless a typical batch is planned; vLLM's profile always uses the limits. Text-only models (no `vision` in their config) and prompts without images contribute
 zero. The tower trains only in full fine-tuning with `vision.freeze_tower` false; otherwise it
-runs without saving activations (nothing in it needs gradients) and its no-grad peak counts.
+runs without saving activations (nothing in it needs gradients) and its no-grad peak counts,
+except on transformers >= 5.0 with gradient checkpointing (`frozen_tower_keeps_activations`).
 """
 
 from __future__ import annotations
@@ -96,6 +97,33 @@ def tower_trains(spec: RunSpec) -> bool:
     return spec.finetune.method == FinetuneMethod.full and not spec.vision.freeze_tower
 
 
+CHECKPOINTING_HOOKS_TOWER = ">=5.0.0.dev0"
+"""transformers releases whose gradient checkpointing makes every sub-model's input embedding
+require grad, the vision tower's `patch_embed` included.
+Source: transformers v5.0.0 modeling_utils.py `gradient_checkpointing_enable`
+(`needs_embedding_grads = self.main_input_name == "input_ids"` → `enable_input_require_grads`,
+which hooks `get_input_embeddings()` of every PreTrainedModel sub-module) and
+qwen2_5_vl/modeling_qwen2_5_vl.py (`_input_embed_layer = "patch_embed"` on the vision model);
+v4.57.1 calls `enable_input_require_grads` only for PEFT models, on the top model's embedding."""
+
+
+def frozen_tower_keeps_activations(spec: RunSpec) -> bool:
+    """A tower that does not train still records its forward for backward: gradient
+    checkpointing on transformers >= 5.0 (`CHECKPOINTING_HOOKS_TOWER`) makes its patch
+    embedding's output require grad, so every block (checkpointed as the LLM's are) keeps its
+    input and the merger its activations, and backward runs through the tower. False when the
+    version is unknown (planned as before 5.0; `spec.load` warns)."""
+    if tower_trains(spec) or not spec.gradient_checkpointing or not spec.transformers_version:
+        return False
+    from packaging.specifiers import SpecifierSet  # imported here: most plans name no version
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(spec.transformers_version) in SpecifierSet(CHECKPOINTING_HOOKS_TOWER)
+    except InvalidVersion:
+        return False
+
+
 def tower_checkpointing(spec: RunSpec, arch: ModelArch) -> bool:
     """ms-swift's vit_gradient_checkpointing follows gradient_checkpointing unless set;
     InternViT checkpoints by default (`tower_checkpoints_by_default`)."""
@@ -132,7 +160,7 @@ def training_bytes(spec: RunSpec, shape: RunShape, arch: ModelArch, num_sequence
     v, images = arch.vision, num_sequences * shape.lengths.images_per_prompt
     patches = patches_per_image(spec, arch, shape.lengths.image_pixels)
     forward_peak = inference_bytes(spec, shape, arch, num_sequences)
-    if not tower_trains(spec):
+    if not tower_trains(spec) and not frozen_tower_keeps_activations(spec):
         return forward_peak
     saved = VZ.vision_training_saved_bytes(
         v, patches, images, spec.attention, tower_checkpointing(spec, arch), dense_mask=spec.vision.dense_attention_mask

@@ -147,7 +147,19 @@ def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
     notes = notes_full + tuple(dict.fromkeys(
         note for a in (arch, *archs.values())
         for note in (*a.warnings, *(a.checkpoint.notes if a.checkpoint is not None else ()))))
-    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)) + notes, archs)
+    return ResolvedRun(spec, arch, gpu, tuple(ignored_fields(spec)) + notes + _transformers_notes(spec, arch), archs)
+
+
+def _transformers_notes(spec: RunSpec, arch: ModelArch) -> tuple[str, ...]:
+    """A warning when the transformers release decides what a frozen vision tower keeps and
+    the spec does not name it (planner.vision_terms.frozen_tower_keeps_activations)."""
+    trains = spec.finetune.method == FinetuneMethod.full and not spec.vision.freeze_tower
+    if (arch.vision is None or spec.vision.images_per_prompt == 0 or trains or not spec.gradient_checkpointing
+            or spec.transformers_version is not None):
+        return ()
+    return ("transformers_version unset: the vision tower that does not train is planned without saved activations, "
+            "as before transformers 5.0; from 5.0 gradient checkpointing makes its patch embedding require grad and "
+            "it keeps its blocks' inputs for backward: set transformers_version (e.g. 5.2) to plan that",)
 
 
 def load_run(path: str | Path) -> ResolvedRun:

@@ -9,7 +9,7 @@ checked in `oomless.spec.load`, where the architecture is known.
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import INT64, Frozen as _Frozen
 from .percentiles import Percentiles, check_percentiles
@@ -259,6 +259,12 @@ class RunSpec(_Frozen):
     optimizer: Optimizer = Field(Optimizer.adamw, description="adamw | adamw_8bit | adafactor | sgd. Default adamw.")
     distribution: Distribution = Distribution()
     gradient_checkpointing: bool = Field(True, description="Recompute each decoder layer in backward. Default true (TRL).")
+    transformers_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}([a-z0-9.+-]*)$", max_length=40)] | None = Field(
+        None,
+        description="transformers release the trainer runs (e.g. 4.49, 5.2): from 5.0 gradient checkpointing makes a frozen "
+        "vision tower's patch embedding require grad, so the tower keeps activations for backward. Default unknown: "
+        "planned as before 5.0, with a warning where it matters.",
+    )
     attention: AttentionImpl = Field(AttentionImpl.sdpa, description="sdpa | flash_attention_2 | eager. Default sdpa (transformers).")
     batch: Batch = Batch()
     lengths: Lengths = Lengths()
@@ -280,6 +286,19 @@ class RunSpec(_Frozen):
     schedule: Schedule = Schedule()
     train: TrainSection | None = Field(None, description="Data, rewards and optimiser of `oomless train` (ignored by `plan`).")
 
+    @field_validator("transformers_version")
+    @classmethod
+    def _pep440(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from packaging.version import InvalidVersion, Version  # imported here: few specs name a release
+
+        try:
+            Version(value)
+        except InvalidVersion:
+            raise ValueError(f"{value!r} is not a release number; allowed: e.g. 4.49, 5.2.0") from None
+        return value
+
     @model_validator(mode="after")
     def _cross_checks(self) -> "RunSpec":
         hw, ro = self.hardware, self.rollout
@@ -298,6 +317,8 @@ class RunSpec(_Frozen):
             )
         if ro.engine == RolloutEngine.hf and (ro.sleep_level or ro.offload_model or ro.offload_optimizer):
             raise ValueError("rollout.sleep_level/offload_* apply to vllm_colocate, not engine hf")
+        if self.critic.wrapped_with_actor and self.algorithm != Algorithm.ppo:
+            raise ValueError("critic.wrapped_with_actor needs algorithm ppo (a value model)")
         if self.placement.groups is not None:
             self._check_groups()
         sp = self.distribution.sequence_parallel_size

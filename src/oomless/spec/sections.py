@@ -91,6 +91,12 @@ class ExtraModel(Frozen):
     model: str | None = Field(
         None, description="Catalog id, directory or config.json of this model. Default: the policy's architecture."
     )
+    wrapped_with_actor: bool = Field(
+        False,
+        description="The value model is one module with the policy (TRL PPOTrainer's PolicyAndValueWrapper), so "
+        "ZeRO-3 gathers both for transformers generate (`unwrap_model_for_generation`). Default false (verl, "
+        "OpenRLHF and ORZ keep the critic a module of its own).",
+    )
 
 
 class RewardModel(Frozen):

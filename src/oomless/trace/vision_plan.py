@@ -100,11 +100,12 @@ class VisionPrediction:
     """The log-prob phase's ``vision.activations`` (no-grad forward of a log-prob micro-batch)."""
     saved_bytes: int
     """A trained tower's saved activations + the merger's (`vision_training_saved_bytes` +
-    `merger_saved_bytes`); 0 for a frozen tower."""
+    `merger_saved_bytes`); 0 for a frozen tower, unless transformers >= 5.0 checkpointing
+    hooks it (`VT.frozen_tower_keeps_activations`)."""
     forward_peak_bytes: int
     """No-grad forward peak over the training micro-batch's images (`vision_inference_peak_bytes`)."""
     backward_transient_bytes: int
-    """`vision_backward_transient_bytes` of a trained tower (no phase charges it); 0 frozen."""
+    """`vision_backward_transient_bytes` of a trained tower (no phase charges it); 0 frozen (same exception)."""
     num_images: int
     num_patches: int
     """Patches per image (the worst case of the limits)."""
@@ -133,7 +134,7 @@ def predict_vision(plan: Plan) -> VisionPrediction | None:
     dense, attention = spec.vision.dense_attention_mask, spec.attention
     trains, checkpointing = VT.tower_trains(spec), VT.tower_checkpointing(spec, arch)
     saved = backward = 0
-    if trains:
+    if trains or VT.frozen_tower_keeps_activations(spec):
         saved = (VZ.vision_training_saved_bytes(v, patches, images, attention, checkpointing, dense_mask=dense)
                  + VZ.merger_saved_bytes(v, patches, images))
         backward = VZ.vision_backward_transient_bytes(v, patches, images, attention, checkpointing, dense_mask=dense)

@@ -43,26 +43,29 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
     out = N.Collected()
     composed, config = _compose(path, text, out)
-    vllm, train_prompts = _directives(([config] if config else []) + [(text, str(path))])
+    vllm, train_prompts, transformers = _directives(([config] if config else []) + [(text, str(path))])
     out.notes.extend(composed.notes)
     _to_spec(composed.values, hardware, out, train_prompts)
     if vllm is not None:
         out.set("rollout.vllm_version", vllm)
+    if transformers is not None:
+        out.set("transformers_version", transformers)
     _report_unused(composed.user, out)
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
 
 
 MAIN = ("verl.trainer.main",)
-DIRECTIVES = ("vllm", "train_prompts")
+DIRECTIVES = ("vllm", "train_prompts", "transformers")
 DEFAULT_TOTAL_EPOCHS = 15
 """EasyR1's `TrainerConfig.total_epochs` default (verl/trainer/config.py, main; early-2025
 releases called it `total_episodes`, default 10, and the examples set 15)."""
 
 
-def _directives(files: list[tuple[str, str]]) -> tuple[str | None, int | None]:
+def _directives(files: list[tuple[str, str]]) -> tuple[str | None, int | None, str | None]:
     """What EasyR1's files cannot say, from `# oomless: vllm==0.7.3 train_prompts=2101` lines
     of each (text, source), a later file's winning (a script's over its config file's): the
-    vLLM release (checked as a version) and the training set's size in prompts."""
+    vLLM release (checked as a version), the training set's size in prompts and the transformers
+    release (`transformers==5.2`; the spec checks it)."""
     directives: dict[str, str] = {}
     for text, source in files:
         directives.update(C.read_directives(text, source))
@@ -71,7 +74,7 @@ def _directives(files: list[tuple[str, str]]) -> tuple[str | None, int | None]:
         raise InputError(f"oomless directive {unknown[0]}", f"unknown key; allowed: {', '.join(DIRECTIVES)}")
     vllm = C.version_text(C.parse_version("vllm version", directives["vllm"])) if "vllm" in directives else None
     prompts = C.to_int("train_prompts", directives["train_prompts"], minimum=1) if "train_prompts" in directives else None
-    return vllm, prompts
+    return vllm, prompts, directives.get("transformers")
 
 
 def _compose(path: Path, text: str, out: N.Collected) -> tuple[H.Composed, tuple[str, str] | None]:

@@ -114,9 +114,9 @@ def file_version(text: str, source: str) -> tuple[int, ...]:
 
 def _versions(directives: Mapping[str, str], flags: Mapping[str, Any]) -> tuple[SF.Profile, tuple[int, ...], list[str]]:
     notes: list[str] = []
-    unknown = sorted(set(directives) - {"ms-swift", "vllm"})
+    unknown = sorted(set(directives) - {"ms-swift", "vllm", "transformers"})
     if unknown:
-        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: ms-swift, vllm")
+        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: ms-swift, vllm, transformers")
     if "ms-swift" in directives:
         version = parse_version("ms-swift version", directives["ms-swift"])
         if not SF.MIN_VERSION <= version < SF.MAX_VERSION:
