@@ -83,19 +83,22 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
         spec["attention"] = attention
     for name, why in PPO_NOT_READ.items():
         keys.ignore(name, why)
+    for name in [k for k in keys.values if k == "use_vllm" or k.startswith("vllm_")]:
+        keys.ignore(name, "not a PPOConfig key: PPOTrainer generates with transformers generate")
+        del keys.values[name]  # nor does it take a GPU for an engine (`launch.processes_from_hardware`)
     spec["logits"] = "full_bf16"  # forward(): full logits, selective_log_softmax on the response slice
     spec["kl_beta"] = keys.float("kl_coef", float(keys.default("kl_coef", 0.05)))
     spec["critic"] = {"model": reward_path}
     spec["reward_model"] = {"model": reward_path}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
-        launch = R._processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
+        launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _batch(keys)
     spec["rollout"] = {"engine": "hf"}
     if finetune["method"] == "full":  # LoRA: the reference forward is the policy's, adapters off
         spec["rollout"]["recompute_old_logprobs"] = False
     spec["lengths"] = _lengths(keys, arch, launch.script, prompt_directive, notes)
-    spec["hardware"] = R._hardware(hardware, processes, nodes)
+    spec["hardware"] = TL.hardware_section(hardware, processes, nodes)
     if spec["kl_beta"] == 0 and finetune["method"] == "full":
         notes.append("kl_coef 0: PPOTrainer still loads the reference policy, which the plan leaves out (kl_beta 0)")
     notes.extend(unplanned_notes(keys, spec, arch, reward_arch))
@@ -123,6 +126,17 @@ def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arc
                    "more per GPU (whole models; ZeRO-3 shards them)")
     out.append("TRL PPO trains the value model in the policy's backward (PolicyAndValueWrapper): both models' "
                "activations and gradients coexist, planned as separate train and critic_train phases")
+    value = (P.num_parameters(reward_arch) - P.num_lm_head_parameters(reward_arch)) * C.BF16_BYTES
+    strategy = spec["distribution"]["strategy"]
+    if strategy == "zero3":
+        out.append(f"ZeRO-3: unwrap_model_for_generation gathers the value model with the policy for generate "
+                   f"({value / 2**30:.2f} GiB in bf16): not planned")
+    if strategy == "fsdp":
+        out.append("FSDP: PPOTrainer moves the reference and reward models whole onto every GPU (`.to(device)`; "
+                   "prepare_deepspeed only under DeepSpeed), planned sharded")
+    if spec["finetune"]["method"] == "qlora":
+        out.append("load_in_4bit: ppo.py loads the value and reward models 4-bit as well (one model_kwargs for all "
+                   "four), planned in bf16")
     return out
 
 

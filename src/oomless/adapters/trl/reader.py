@@ -254,7 +254,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     if keys.get("reward_model_name_or_path"):
         spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
-        launch = _processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
+        launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _batch(keys, processes * nodes)
     steps = spec["batch"].get("steps_per_generation") or spec["batch"]["gradient_accumulation_steps"]
@@ -264,21 +264,8 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
                                prompts.prompt_truncation(keys), prompts.completion_length(keys))
     spec["rollout"] = rollout
     spec["lengths"] = prompts.lengths(keys, arch, rollout, prompt_directive, spec, notes)
-    spec["hardware"] = _hardware(hardware, gpus, nodes)
+    spec["hardware"] = TL.hardware_section(hardware, gpus, nodes)
     return spec
-
-
-def _processes_from_hardware(keys: Keys, launch: TL.Launch, gpus_per_node: int, notes: list[str]) -> TL.Launch:
-    """A bare config launched on ``--gpus-per-node`` GPUs: one training process per GPU, less
-    the GPU TRL <= 0.15 gives its engine (`vllm_device: auto`, its default there: the next GPU index)."""
-    import dataclasses
-
-    device = keys.values.get("vllm_device", "auto" if TV.vllm_placement(keys.version) == "device" else "")
-    engine = 1 if keys.values.get("use_vllm") in (True, "true", "True") and str(device) == "auto" else 0
-    processes = max(gpus_per_node - engine, 1)
-    notes.append(f"the config does not say how many processes run: planned as `accelerate launch` with {processes} "
-                 f"process(es) per node on the {gpus_per_node} GPUs of --gpus-per-node")
-    return dataclasses.replace(launch, processes_per_node=processes)
 
 
 def _finetune(keys: Keys, arch: ModelArch) -> dict[str, Any]:
@@ -406,16 +393,3 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
                          f"completions ({formed}; TRL {version_text(keys.version)} rejects this"
                          + (")" if keys.version_stated else "; for an earlier TRL add `# oomless: trl==X.Y`)"))
     return out
-
-
-def _hardware(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
-    if hw.gpus_per_node is not None and hw.gpus_per_node != gpus_per_node:
-        raise InputError("--gpus-per-node", f"{hw.gpus_per_node}, but the config runs on {gpus_per_node} GPUs per node "
-                         "(accelerate num_processes / num_machines, plus vLLM server GPUs)")
-    if hw.num_nodes is not None and hw.num_nodes != nodes:
-        raise InputError("--nodes", f"{hw.num_nodes}, but the config has num_machines {nodes}")
-    out: dict[str, Any] = {"gpu": hw.gpu, "gpus_per_node": gpus_per_node, "num_nodes": nodes}
-    if hw.host_ram_gib is not None:
-        out["host_ram_gib"] = hw.host_ram_gib
-    return out
-
