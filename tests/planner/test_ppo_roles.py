@@ -113,3 +113,25 @@ def test_only_ppo_has_a_value_model_to_wrap() -> None:
 
     with pytest.raises(Exception, match="wrapped_with_actor"):
         plan_of(merged(BASE_SPEC, **{"critic.wrapped_with_actor": True}))
+
+
+def test_a_lora_critic_trains_its_adapters_and_value_head_only() -> None:
+    """ms-swift PPO puts the run's LoRA on the value model too (`critic.lora`)."""
+    import pytest
+
+    from oomless.memory import states as S
+
+    lora = merged(PPO, finetune={"method": "lora", "lora_rank": 16})
+    full_critic, lora_critic = plan_of(lora), plan_of(merged(lora, **{"critic.lora": True}))
+    arch = lora_critic.models[Role.critic].arch
+    spec = merged(lora, **{"critic.lora": True})
+    from oomless.spec.load import parse_spec
+
+    adapters = S.num_trainable_parameters(arch, parse_spec(spec).finetune)
+    assert lora_critic.models[Role.critic].num_trainable == adapters + arch.hidden_size + 1
+    assert full_critic.models[Role.critic].num_trainable == num_value_model_parameters(arch)
+    assert lora_critic.models[Role.critic].optimizer < full_critic.models[Role.critic].optimizer / 50
+    # the critic's weights are still all there (frozen body, bf16)
+    assert lora_critic.models[Role.critic].weights_full == full_critic.models[Role.critic].weights_full
+    with pytest.raises(Exception, match="critic.lora"):
+        plan_of(merged(PPO, **{"critic.lora": True}))  # full fine-tuning has no adapters to give it

@@ -123,6 +123,16 @@ def actor_trainable_parameters(spec: RunSpec, arch: ModelArch) -> int:
     return trainable
 
 
+def critic_trainable_parameters(spec: RunSpec, arch: ModelArch) -> int:
+    """Ψ_t of the value model: all of it, or with `critic.lora` the run's adapters on its body
+    plus the scalar value head (hidden + 1; ms-swift keeps `v_head` trainable beside them).
+    Source: ms-swift v3.5.0 swift/llm/train/rlhf.py (`prepare_model` on the value model),
+    trl `AutoModelForCausalLMWithValueHead` (`v_head`: Linear(hidden, 1))."""
+    if not spec.critic.lora:
+        return num_value_model_parameters(arch)
+    return S.num_trainable_parameters(arch, spec.finetune) + arch.hidden_size + 1
+
+
 def deepspeed_value(value: int | str, arch: ModelArch, auto_per_hidden: tuple[int, float]) -> int:
     """A DeepSpeed size given as a number or "auto": HF fills "auto" from the hidden size h
     as coefficient · h^power (reduce_bucket_size h², stage3_prefetch_bucket_size 0.9h²,
@@ -230,7 +240,7 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
     its flat gradient partition from init (stage3.py `grad_partitions_flat_buffer`)."""
     dist = spec.distribution
     sharding = S.SHARDING[dist.strategy]
-    finetune = spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full)
+    finetune = spec.finetune if role == Role.actor or spec.critic.lora else Finetune(method=FinetuneMethod.full)
     grads = num_trainable * S.grad_bytes_per_param(spec.precision)
     master = num_trainable * S.master_bytes_per_param(spec.precision)
     if fsdp_fp32_params(spec, finetune):
@@ -275,7 +285,7 @@ def role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Group
     key = (
         tuple(archs.items()), groups, value_key(spec.hardware.num_nodes), value_key(spec.finetune),
         value_key(spec.precision), value_key(spec.vision.freeze_tower), value_key(spec.distribution),
-        value_key(spec.optimizer),
+        value_key(spec.optimizer), value_key(spec.critic),
     )
     return dict(_ROLE_MODELS.get(key, lambda: _role_models(spec, archs, groups)))
 
@@ -297,7 +307,8 @@ def _role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Grou
     if Role.critic in shards:
         critic = archs[Role.critic]
         psi = num_value_model_parameters(critic)
-        out[Role.critic] = trainable_model(spec, Role.critic, critic, psi, psi * C.BF16_BYTES, shards[Role.critic])
+        trained = critic_trainable_parameters(spec, critic)
+        out[Role.critic] = trainable_model(spec, Role.critic, critic, trained, psi * C.BF16_BYTES, shards[Role.critic])
     if Role.reward in shards:
         reward = archs[Role.reward]
         out[Role.reward] = frozen_model(spec, Role.reward, reward, num_value_model_parameters(reward) * C.BF16_BYTES, shards[Role.reward])

@@ -319,6 +319,8 @@ class RunSpec(_Frozen):
             raise ValueError("rollout.sleep_level/offload_* apply to vllm_colocate, not engine hf")
         if self.critic.wrapped_with_actor and self.algorithm != Algorithm.ppo:
             raise ValueError("critic.wrapped_with_actor needs algorithm ppo (a value model)")
+        if self.critic.lora and (self.algorithm != Algorithm.ppo or self.finetune.method == FinetuneMethod.full):
+            raise ValueError("critic.lora needs algorithm ppo and finetune.method lora or qlora")
         if self.placement.groups is not None:
             self._check_groups()
         sp = self.distribution.sequence_parallel_size

@@ -97,6 +97,12 @@ class ExtraModel(Frozen):
         "ZeRO-3 gathers both for transformers generate (`unwrap_model_for_generation`). Default false (verl, "
         "OpenRLHF and ORZ keep the critic a module of its own).",
     )
+    lora: bool = Field(
+        False,
+        description="The value model trains the run's LoRA adapters (finetune.lora_*) instead of all its weights: "
+        "ms-swift PPO passes it through the same `prepare_model` as the policy. Needs finetune.method lora or "
+        "qlora. Default false (full: TRL, OpenRLHF, verl, ORZ).",
+    )
 
 
 class RewardModel(Frozen):
