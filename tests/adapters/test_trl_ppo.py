@@ -217,3 +217,14 @@ def test_rloo_reads_the_deprecated_on_policy_names_as_the_new_ones(tmp_path: Pat
     assert spec["batch"]["num_generations"] == 4  # the deprecated name wins in 0.22-0.24
     assert spec["kl_beta"] == 0.2 and spec["lengths"]["max_completion_tokens"] == 300
     assert any(line.startswith("rloo_k: read as num_generations") for line in notes)
+
+
+def test_a_checkpoint_named_after_the_tokenizer_model_is_planned_as_it_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TRL's ppo_tldr docs command names cleanrl checkpoints of pythia-1b-deduped that cannot be
+    read offline: planned with model_name_or_path's architecture, each with a warning."""
+    monkeypatch.chdir(CORPUS)
+    spec, ignored, _ = read(CORPUS / "docs" / "source" / "ppo_trainer.md.L183-199.sh")
+    assert spec["model"] == spec["critic"]["model"] == "EleutherAI/pythia-1b-deduped"
+    assert spec["lengths"]["max_prompt_tokens"] == 512  # ppo_tldr.py's filter
+    warned = [line for line in ignored if "whose name it holds" in line]
+    assert [line.split(":")[0] for line in warned] == ["sft_model_path", "reward_model_path"]

@@ -60,11 +60,9 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     paths relative to ``base`` (the launch file's folder) where they exist there."""
     from . import reader as R
 
-    policy_path = _path(keys, "sft_model_path")
-    reward_path = _path(keys, "reward_model_path")
-    keys.get("model_name_or_path")  # the tokenizer's only
-    arch = _load(policy_path, "sft_model_path", base)
-    reward_arch = _load(reward_path, "reward_model_path", base)
+    tokenizer = keys.get("model_name_or_path")  # the tokenizer's only
+    policy_path, arch = _model(keys, "sft_model_path", tokenizer, base)
+    reward_path, reward_arch = _model(keys, "reward_model_path", tokenizer, base)
     _example_model_kwargs(keys, notes)
     spec: dict[str, Any] = {"model": policy_path, "algorithm": "ppo"}
     finetune = R._finetune(keys, arch)
@@ -149,6 +147,26 @@ def _path(keys: Any, name: str) -> str:
     if name not in keys.values:
         keys.ignored.append(f"{name}: unset, PPOConfig's default {value!r} (TRL {version_text(keys.version)})")
     return value
+
+
+def _model(keys: Any, name: str, tokenizer: Any, base: Path) -> tuple[str, ModelArch]:
+    """(the model the spec names, its architecture) for the path key ``name``. A checkpoint that
+    cannot be found here (offline, not cached, not in the catalog) but whose name holds
+    model_name_or_path's (TRL's docs: `cleanrl/EleutherAI_pythia-1b-deduped__sft__tldr` beside
+    `--model_name_or_path EleutherAI/pythia-1b-deduped`) is planned as that model, warned; any
+    other is refused, naming the key."""
+    path = _path(keys, name)
+    try:
+        return path, _load(path, name, base)
+    except InputError as err:
+        base_name = str(tokenizer).rstrip("/").rpartition("/")[2] if isinstance(tokenizer, str) else ""
+        if not base_name or base_name.lower() not in path.lower() or path == tokenizer:
+            raise
+        arch = _load(str(tokenizer), "model_name_or_path", base)
+        keys.ignored.append(f"{name}: {path!r} cannot be read here ({err.message.split(';')[0]}); planned with the "
+                            f"architecture of model_name_or_path {tokenizer!r}, whose name it holds: pass a local "
+                            "folder or config.json to plan the checkpoint itself")
+        return str(tokenizer), arch
 
 
 def _load(model: str, name: str, base: Path) -> ModelArch:
