@@ -228,3 +228,23 @@ def test_a_checkpoint_named_after_the_tokenizer_model_is_planned_as_it_warned(mo
     assert spec["lengths"]["max_prompt_tokens"] == 512  # ppo_tldr.py's filter
     warned = [line for line in ignored if "whose name it holds" in line]
     assert [line.split(":")[0] for line in warned] == ["sft_model_path", "reward_model_path"]
+
+
+def test_ppo_releases_come_from_the_key_table() -> None:
+    """PPOConfig is in every TRL wheel read up to 1.12.0 and in none from 1.13.0; the reader's
+    release bounds say the same."""
+    table = TT.key_table(TT.PPO)
+    releases = [tuple(int(x) for x in v.split(".")) for v in table.versions]
+    with_ppo = [v for v in releases if table.exists_in("response_length", v)]
+    assert with_ppo == [v for v in releases if v[:2] <= TT.PPO_LAST]
+    assert with_ppo[0][:2] == TT.PPO_FIRST and with_ppo[-1][:2] == TT.PPO_LAST
+    assert len(with_ppo) < len(releases)  # wheels after the last were read and have none
+
+
+@pytest.mark.parametrize("release", ["0.20", "0.26", "1.0", "1.12"])
+def test_ppo_defaults_follow_the_stated_release(tmp_path: Path, release: str) -> None:
+    spec, _, _ = ppo(tmp_path, "", f"# oomless: trl=={release}\n")
+    table = TT.key_table(TT.PPO)
+    version = next(v for v in reversed(table.versions) if v.startswith(release + "."))
+    assert spec["lengths"]["max_completion_tokens"] == table.default("response_length", version)
+    assert spec["kl_beta"] == table.default("kl_coef", version)
