@@ -152,17 +152,14 @@ def test_rloo_commands_read_as_rloo_with_rloo_config_defaults(monkeypatch: pytes
     assert spec["algorithm"] == "rloo" and spec["batch"]["num_generations"] == 2  # RLOOConfig's default
 
 
-def test_rloo_ignores_grpo_only_keys_and_refuses_the_old_trainer(tmp_path: Path) -> None:
+def test_rloo_ignores_grpo_only_keys_and_refuses_the_old_trainers_keys_in_a_new_release(tmp_path: Path) -> None:
     base = "accelerate launch --num_processes 2 examples/scripts/rloo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct "
     spec, ignored, _ = read(write(tmp_path, base + "--padding_free true --num_generations 4"))
     assert "padding_free" not in spec["batch"]
     assert any(line.startswith("padding_free: not an RLOOConfig key") for line in ignored)
     with pytest.raises(InputError) as err:
-        read(write(tmp_path, base + "--sft_model_path Qwen/Qwen2.5-0.5B-Instruct"))
+        read(write(tmp_path, "# oomless: trl==1.16\n" + base + "--sft_model_path Qwen/Qwen2.5-0.5B-Instruct"))
     assert err.value.field == "sft_model_path"
-    with pytest.raises(InputError) as err:
-        read(write(tmp_path, "# oomless: trl==0.21\n" + base))
-    assert err.value.field == "trl version"
 
 
 def test_ppo_export_writes_only_ppo_config_keys_and_reads_back(tmp_path: Path) -> None:
@@ -248,3 +245,46 @@ def test_ppo_defaults_follow_the_stated_release(tmp_path: Path, release: str) ->
     version = next(v for v in reversed(table.versions) if v.startswith(release + "."))
     assert spec["lengths"]["max_completion_tokens"] == table.default("response_length", version)
     assert spec["kl_beta"] == table.default("kl_coef", version)
+
+
+OLD_RLOO = """{directive}accelerate launch --num_processes 2 examples/scripts/rloo/rloo.py \\
+    --model_name_or_path EleutherAI/pythia-1b-deduped --sft_model_path EleutherAI/pythia-1b-deduped \\
+    --reward_model_path EleutherAI/pythia-160m --per_device_train_batch_size 4 --gradient_accumulation_steps 2 \\
+    --num_mini_batches 2 --rloo_k 4 {extra}
+"""
+
+
+def test_the_old_rloo_trainer_reads_like_ppo_without_a_value_model(tmp_path: Path) -> None:
+    spec, ignored, notes = read(write(tmp_path, OLD_RLOO.format(directive="", extra="--use_peft true")))
+    assert any("TRL 0.21" in n for n in notes)  # its keys name the old trainer's release
+    assert spec["algorithm"] == "rloo" and "critic" not in spec
+    assert spec["model"] == "EleutherAI/pythia-1b-deduped" and spec["reward_model"] == {"model": "EleutherAI/pythia-160m"}
+    assert spec["rollout"] == {"engine": "hf", "recompute_old_logprobs": False}
+    assert spec["finetune"] == {"method": "full"}  # the example builds no PEFT model
+    assert spec["batch"] == {"micro_batch_size": 4, "gradient_accumulation_steps": 2, "num_generations": 4,
+                             "steps_per_generation": 4, "logprob_micro_batch_size": 16}  # 4 × 2 × 2 rollouts
+    assert any(line.startswith("use_peft:") for line in ignored)
+    run = resolve(parse_spec(spec))
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    roles = {c.name.split(".")[0] for p in plan.devices[0].phases for c in p.components if c.name.endswith(".weights")}
+    assert roles == {"policy", "reference", "reward"}
+    with pytest.raises(InputError) as err:
+        read(write(tmp_path, OLD_RLOO.format(directive="", extra="--rloo_k 3")))
+    assert err.value.field == "rloo_k"  # 16 rollouts do not split into groups of 3
+
+
+def test_old_rloo_and_old_ppo_files_are_patched_in_their_releases_keys(tmp_path: Path) -> None:
+    from oomless.adapters.trl.writer import file_dialect
+
+    text = OLD_RLOO.format(directive="# oomless: trl==0.21\n", extra="")
+    assert file_dialect(text, "run.sh") == (0, 21)
+    spec = parse_spec(read(write(tmp_path, text))[0])
+    settings = native_settings(spec, (0, 21))
+    assert settings["rloo_k"] == 4 and settings["num_mini_batches"] == 2 and "num_generations" not in settings
+    assert not any(k.startswith(("use_vllm", "vllm_", "use_peft", "dtype")) for k in settings)
+    ppo_text = PPO_CMD.format(extra="--dtype bfloat16", directive="# oomless: trl==0.20\n")
+    assert file_dialect(ppo_text, "run.sh") == (0, 20)
+    spec = parse_spec(read(write(tmp_path, ppo_text))[0])
+    assert "dtype" not in native_settings(spec, (0, 20))  # the 0.20 example does not pass it on
+    assert "dtype" in native_settings(spec, (1, 12))
+    assert file_dialect(PPO_CMD.format(extra="", directive=""), "run.sh") == TT.PPO_LAST

@@ -29,6 +29,16 @@ What the run holds, read in trl 1.12.0 `trl/experimental/ppo/ppo_trainer.py` (th
 - Prompts: ppo.py keeps every prompt; ppo_tldr.py drops prompts over 512 tokens
   (`trainers.PPO_PROMPT_FILTER`). Without a `max_prompt_tokens=` directive the bound is the
   model's context less response_length (noted).
+
+The RLOOTrainer of TRL 0.14–0.21 (`examples/scripts/rloo/rloo.py`, `rloo_tldr.py`) is the same
+on-policy design without a value model, read here too as `algorithm: rloo` (0.21.0
+trl/trainer/rloo_trainer.py): policy and reference from sft_model_path (the example always loads
+the reference and builds no PEFT model), the reward model from reward_model_path; the rollout
+of a rank is per_device_train_batch_size × gradient_accumulation_steps × num_mini_batches
+completions (`local_batch_size`), `rloo_k` per prompt (the dataloader yields local_batch_size /
+rloo_k prompts, `queries.repeat(rloo_k, 1)`), generated and scored in
+local_rollout_forward_batch_size chunks; an optimizer step per mini-batch of
+per_device_train_batch_size × gradient_accumulation_steps.
 """
 
 from __future__ import annotations
@@ -56,15 +66,22 @@ PPO_NOT_READ = {
 
 def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int | None,
              read: Callable[[str], str], notes: list[str], base: Path) -> dict[str, Any]:
-    """The spec of a PPO launch; ``keys`` is the reader's `Keys` under the PPO key table, model
-    paths relative to ``base`` (the launch file's folder) where they exist there."""
+    """The spec of a PPO launch (or an RLOO one of TRL <= 0.21: ``keys.trainer`` rloo); ``keys``
+    is the reader's `Keys` under the trainer's key table, model paths relative to ``base`` (the
+    launch file's folder) where they exist there."""
     from . import reader as R
 
+    rloo = keys.trainer == TT.RLOO
+    trainer = "RLOOTrainer" if rloo else "PPOTrainer"
     tokenizer = keys.get("model_name_or_path")  # the tokenizer's only
     policy_path, arch = _model(keys, "sft_model_path", tokenizer, base)
     reward_path, reward_arch = _model(keys, "reward_model_path", tokenizer, base)
     _example_model_kwargs(keys, notes)
-    spec: dict[str, Any] = {"model": policy_path, "algorithm": "ppo"}
+    if rloo:
+        for name in ("use_peft", "load_in_4bit", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"):
+            keys.ignore(name, f"TRL {version_text(keys.version)}'s examples/scripts/rloo/rloo.py builds no PEFT model")
+            keys.values.pop(name, None)
+    spec: dict[str, Any] = {"model": policy_path, "algorithm": "rloo" if rloo else "ppo"}
     finetune = R._finetune(keys, arch)
     spec["finetune"] = finetune
     distribution, half, ds_optimizer, keeps_master = R._distribution(keys, launch, read)
@@ -73,8 +90,8 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     optimizer = hf_optimizer("optim", ds_optimizer or keys.get("optim", "adamw_torch_fused"))
     if optimizer != "adamw":
         spec["optimizer"] = optimizer
-    keys.ignore("gradient_checkpointing", "PPOTrainer never enables it (no gradient_checkpointing_enable call; "
-                "trl experimental/ppo/ppo_trainer.py): planned without")
+    keys.ignore("gradient_checkpointing", f"{trainer} never enables it (no gradient_checkpointing_enable call; "
+                "trl 1.12.0 experimental/ppo/ppo_trainer.py, 0.21.0 trainer/rloo_trainer.py): planned without")
     spec["gradient_checkpointing"] = False
     attention = R._attention(keys.get("attn_implementation"), notes)
     if attention:
@@ -82,23 +99,24 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     for name, why in PPO_NOT_READ.items():
         keys.ignore(name, why)
     for name in [k for k in keys.values if k == "use_vllm" or k.startswith("vllm_")]:
-        keys.ignore(name, "not a PPOConfig key: PPOTrainer generates with transformers generate")
+        keys.ignore(name, f"not a key of TRL {version_text(keys.version)}'s {trainer}: it generates with transformers generate")
         del keys.values[name]  # nor does it take a GPU for an engine (`launch.processes_from_hardware`)
     spec["logits"] = "full_bf16"  # forward(): full logits, selective_log_softmax on the response slice
     spec["kl_beta"] = keys.float("kl_coef", float(keys.default("kl_coef", 0.05)))
-    spec["critic"] = {"model": reward_path}
+    if not rloo:
+        spec["critic"] = {"model": reward_path}
     spec["reward_model"] = {"model": reward_path}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
         launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
-    spec["batch"] = _batch(keys)
+    spec["batch"] = _rloo_batch(keys) if rloo else _batch(keys)
     spec["rollout"] = {"engine": "hf"}
     if finetune["method"] == "full":  # LoRA: the reference forward is the policy's, adapters off
         spec["rollout"]["recompute_old_logprobs"] = False
     spec["lengths"] = _lengths(keys, arch, launch.script, prompt_directive, notes)
     spec["hardware"] = TL.hardware_section(hardware, processes, nodes)
     if spec["kl_beta"] == 0 and finetune["method"] == "full":
-        notes.append("kl_coef 0: PPOTrainer still loads the reference policy, which the plan leaves out (kl_beta 0)")
+        notes.append(f"kl_coef 0: {trainer} still loads the reference policy, which the plan leaves out (kl_beta 0)")
     notes.extend(unplanned_notes(keys, spec, arch, reward_arch))
     return spec
 
@@ -110,10 +128,10 @@ def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arc
     `scores += (next_token_scores,)`), stacked per chunk and kept as `logitss` through the PPO
     epochs; ppo.py loads every model in ModelConfig's dtype (float32 by default)."""
     out = []
-    batch = spec["batch"]
-    rollouts = batch["micro_batch_size"] * batch["gradient_accumulation_steps"]
+    batch, rloo = spec["batch"], spec["algorithm"] == "rloo"
+    rollouts = batch["micro_batch_size"] * (batch.get("steps_per_generation") or batch["gradient_accumulation_steps"])
     scores = rollouts * spec["lengths"]["max_completion_tokens"] * arch.vocab_size * C.FP32_BYTES
-    out.append(f"TRL PPO keeps generate's scores ({rollouts} rollouts × response_length × vocab, fp32: "
+    out.append(f"TRL {'RLOO' if rloo else 'PPO'} keeps generate's scores ({rollouts} rollouts × response_length × vocab, fp32: "
                f"{scores / 2**30:.2f} GiB) on the GPU until the next rollout (`logitss` in train()): not planned")
     dtype = str(keys.values.get("dtype", "float32")) if keys.version >= TT.PPO_EXAMPLES_PASS_MODEL_KWARGS else "float32"
     if dtype == "float32":
@@ -122,6 +140,8 @@ def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arc
         extra = frozen * (C.FP32_BYTES - C.BF16_BYTES)
         out.append(f"the reference and reward models are loaded in float32 (dtype), planned as bf16: {extra / 2**30:.2f} GiB "
                    "more per GPU (whole models; ZeRO-3 shards them)")
+    if rloo:
+        return out
     out.append("TRL PPO trains the value model in the policy's backward (PolicyAndValueWrapper): both models' "
                "activations and gradients coexist, planned as separate train and critic_train phases")
     value = (P.num_parameters(reward_arch) - P.num_lm_head_parameters(reward_arch)) * C.BF16_BYTES
@@ -204,6 +224,29 @@ def _batch(keys: Any) -> dict[str, Any]:
                          f"per_device_train_batch_size × gradient_accumulation_steps = {local} (TRL exact_div)")
     chunk = keys.int("local_rollout_forward_batch_size", keys.default("local_rollout_forward_batch_size", 64))
     out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation, "num_generations": 1}
+    if min(chunk, local) != micro:
+        out["logprob_micro_batch_size"] = min(chunk, local)
+    return out
+
+
+def _rloo_batch(keys: Any) -> dict[str, Any]:
+    """The RLOOTrainer of TRL <= 0.21: local_batch_size = per_device_train_batch_size ×
+    gradient_accumulation_steps × num_mini_batches completions per rank, rloo_k per prompt (it
+    must divide them: `exact_div`), reused for num_mini_batches optimizer steps."""
+    micro = keys.int("per_device_train_batch_size", keys.default("per_device_train_batch_size", 8))
+    accumulation = keys.int("gradient_accumulation_steps", keys.default("gradient_accumulation_steps", 1))
+    mini = keys.int("num_mini_batches", keys.default("num_mini_batches", 1))
+    group = keys.int("rloo_k", keys.default("rloo_k", 2))
+    local = micro * accumulation * mini
+    if group < 2:
+        raise InputError("rloo_k", f"{group}: the leave-one-out baseline needs at least 2 completions per prompt")
+    if local % group:
+        raise InputError("rloo_k", f"{group} does not divide the rollout batch per process, per_device_train_batch_size × "
+                         f"gradient_accumulation_steps × num_mini_batches = {local} (TRL exact_div)")
+    chunk = keys.int("local_rollout_forward_batch_size", keys.default("local_rollout_forward_batch_size", 64))
+    out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation, "num_generations": group}
+    if mini > 1:
+        out["steps_per_generation"] = accumulation * mini
     if min(chunk, local) != micro:
         out["logprob_micro_batch_size"] = min(chunk, local)
     return out

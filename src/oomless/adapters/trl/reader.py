@@ -170,10 +170,10 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     notes: list[str] = []
     directives = read_directives(launch.directives_text)
     trainer = TT.trainer_of(launch.script, directives.get("trainer"))
-    trl_version, vllm, prompt_directive = _versions(directives, notes, trainer)
+    trl_version, vllm, prompt_directive = _versions(directives, notes, trainer, launch.config)
     keys = Keys(read_legacy(launch.config, notes, trl_version, trainer), trl_version, trainer)
     keys.version_stated = "trl" in directives
-    if trainer == TT.PPO:
+    if TT.on_policy(trainer, trl_version):
         from .ppo import ppo_spec
 
         spec = ppo_spec(keys, launch, hardware, prompt_directive, read, notes, base)
@@ -194,18 +194,19 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     return spec, ignored, notes
 
 
-def _versions(directives: Mapping[str, str], notes: list[str],
-              trainer: str = TT.GRPO) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
+def _versions(directives: Mapping[str, str], notes: list[str], trainer: str = TT.GRPO,
+              config: Mapping[str, Any] | None = None) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
     unknown = sorted(set(directives) - {"trl", "vllm", "max_prompt_tokens", "trainer"})
     if unknown:
         raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens, trainer")
-    assumed = TT.default_release(trainer, LATEST)
+    assumed = TT.default_release(trainer, LATEST, config or {})
     version = parse_version("trl version", directives["trl"]) if "trl" in directives else assumed
     if not TV.MIN_VERSION <= version < TV.MAX_VERSION:
         raise InputError("trl version", f"{directives['trl']} is not supported; supported: {SUPPORTED_VERSIONS}")
     TT.check_release(trainer, version, "trl" in directives)
     if "trl" not in directives:
-        newest = " (the newest release with PPOTrainer)" if trainer == TT.PPO else ""
+        newest = {TT.PPO: " (the newest release with PPOTrainer)", TT.RLOO: " (the newest release with the old RLOOTrainer)"
+                  }.get(trainer, "") if assumed != LATEST else ""
         notes.append(f"TRL {version_text(assumed)}{newest} assumed (add `# oomless: trl==X.Y` to the config)")
     vllm = parse_version("vllm version", directives["vllm"]) if "vllm" in directives else VLLM_DEFAULT
     prompt = to_int("max_prompt_tokens", directives["max_prompt_tokens"], minimum=1) if "max_prompt_tokens" in directives else None

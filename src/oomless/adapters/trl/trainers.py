@@ -15,7 +15,8 @@ Releases, from the PyPI wheels (`data/ppo_key_table.json`, `data/rloo_key_table.
 - RLOOTrainer: `RLOOConfig(OnPolicyConfig)` with `rloo_k`, `sft_model_path`,
   `reward_model_path`, HF generation, up to 0.21 (0.21.0 rloo_config.py); rewritten on GRPO's
   design from 0.22 (0.22.2 rloo_config.py: `RLOOConfig(TrainingArguments)` with
-  `num_generations`, `use_vllm`, `beta`), which is what oomless plans.
+  `num_generations`, `use_vllm`, `beta`). The old one is read like PPO without a value model
+  (`ppo.py`), the new one like GRPO with RLOOConfig's keys (`read_rloo_keys`).
 """
 
 from __future__ import annotations
@@ -33,17 +34,17 @@ TRAINERS = (GRPO, PPO, RLOO)
 CONFIG_CLASS = {GRPO: "GRPOConfig", PPO: "PPOConfig", RLOO: "RLOOConfig"}
 PPO_FIRST, PPO_LAST = (0, 14), (1, 12)
 """The releases with a PPOTrainer (the key table's: PPOConfig in every wheel read 0.14.0–1.12.0, none from 1.13.0)."""
-RLOO_REWRITTEN = (0, 22)
+RLOO_REWRITTEN, OLD_RLOO_LAST = (0, 22), (0, 21)
 """RLOOConfig on GRPO's design (num_generations, use_vllm) from 0.22.2; OnPolicyConfig (rloo_k) up to 0.21.0."""
 PPO_EXAMPLES_PASS_MODEL_KWARGS = (0, 26)
 """examples/scripts/ppo/ppo.py and ppo_tldr.py pass ModelConfig's dtype, attn_implementation and
 quantization to from_pretrained from v0.26.0 (trl PR #4630); before, they built them and loaded all
 four models with from_pretrained(path, trust_remote_code=...) only (v0.14.0-v0.25.0): fp32 weights,
 transformers' default attention, no 4-bit base."""
-PPO_PROMPT_FILTER = {"ppo_tldr.py": 512}
+PPO_PROMPT_FILTER = {"ppo_tldr.py": 512, "rloo_tldr.py": 512}
 """Prompts the example script keeps: ppo_tldr.py drops prompts longer than 512 tokens
-(`train_dataset.filter(lambda x: x["lengths"] <= 512)`, v0.14.0 to v1.12.0); ppo.py keeps every
-prompt (no truncation or filter)."""
+(`train_dataset.filter(lambda x: x["lengths"] <= 512)`, v0.14.0 to v1.12.0), as rloo_tldr.py does
+(v0.14.0 to v0.21.0); ppo.py and rloo.py keep every prompt (no truncation or filter)."""
 
 
 def trainer_of(script: str, directive: str | None) -> str:
@@ -68,17 +69,22 @@ def key_table(trainer: str) -> KT.KeyTable:
 
 
 def check_release(trainer: str, version: tuple[int, ...], stated: bool) -> None:
-    """Refuse a release that has no such trainer, or whose trainer is not planned."""
+    """Refuse a release that has no such trainer."""
     if trainer == PPO and not PPO_FIRST <= tuple(version[:2]) <= PPO_LAST:
         raise InputError("trl version", f"{version_text(version)} has no PPOTrainer (TRL 0.14–1.12 have it; the 1.13.0 "
                          "wheel has no trl/experimental/ppo); allowed: trl==0.14 … 1.12")
-    if trainer == RLOO and stated and version < RLOO_REWRITTEN:
-        raise InputError("trl version", f"{version_text(version)}: the RLOOTrainer of TRL <= 0.21 (rloo_k, sft_model_path, "
-                         "reward_model_path, generation with transformers) is not planned; allowed: trl>=0.22")
 
 
-def default_release(trainer: str, latest: tuple[int, ...]) -> tuple[int, ...]:
-    """The release read when no `trl==` directive states one: the newest with the trainer."""
+def on_policy(trainer: str, version: tuple[int, ...]) -> bool:
+    """Whether the run is PPOTrainer's or the old RLOOTrainer's design (`ppo.ppo_spec` reads both)."""
+    return trainer == PPO or (trainer == RLOO and version < RLOO_REWRITTEN)
+
+
+def default_release(trainer: str, latest: tuple[int, ...], config: Any = ()) -> tuple[int, ...]:
+    """The release read when no `trl==` directive states one: the newest with the trainer (for
+    RLOO with the old trainer's keys, sft_model_path or reward_model_path: 0.21)."""
+    if trainer == RLOO and any(name in config for name in OLD_RLOO_KEYS):
+        return OLD_RLOO_LAST
     return PPO_LAST if trainer == PPO else latest
 
 
@@ -108,8 +114,8 @@ def read_rloo_keys(keys: Any, notes: list[str]) -> None:
     it); keys of the old RLOOTrainer are refused, naming the key."""
     for name in OLD_RLOO_KEYS:
         if name in keys.values and not keys.table.exists_in(name, keys.version):
-            raise InputError(name, "a key of TRL <= 0.21's RLOOTrainer (rloo_k, generation with transformers), which "
-                             "is not planned; allowed: the RLOOConfig of TRL >= 0.22 (model_name_or_path, num_generations)")
+            raise InputError(name, f"a key of TRL <= 0.21's RLOOTrainer, not of TRL {version_text(keys.version)}'s; "
+                             "allowed: trl<=0.21 with it, or the rewritten RLOOConfig (model_name_or_path, num_generations)")
     for name, new_name in RLOO_DEPRECATED.items():
         if name in keys.values:
             keys.values[new_name] = keys.values.pop(name)

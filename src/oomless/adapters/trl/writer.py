@@ -61,6 +61,32 @@ def _directive(spec: RunSpec) -> str:
 NATIVE_STYLE = "flags"
 """How a launch script spells a key: `--key value` (a `trl grpo --config` YAML: `key: value`)."""
 NATIVE_DIALECTS = (LATEST,)
+
+
+def file_dialect(text: str, path: str) -> tuple[int, ...]:
+    """The TRL release a user's file is read under (`adapters.patch`): its `trl==` directive,
+    else the newest release of the trainer its command runs (`trainers.default_release`); the
+    keys a patch writes are that release's (TRL <= 0.21 RLOO and PPO before 0.26 differ)."""
+    from ..common import load_yaml_mapping, parse_flags, parse_shell, parse_version
+    from ...frontends.versions import read_directives
+    from . import launch as TL
+
+    directives = read_directives(text)
+    script, config = "", {}
+    try:
+        if path.endswith((".yaml", ".yml")):
+            config = load_yaml_mapping(text, path, allow_empty=False)
+        else:
+            main = next((c for c in parse_shell(text, path) if TL._is_main(c)), None)
+            if main is not None:
+                _, args = TL._split(main)
+                script, config = TL._script(main, args), parse_flags(args, path)
+        if "trl" in directives:
+            return parse_version("trl version", directives["trl"])
+        trainer = TT.trainer_of(script, directives.get("trainer"))
+    except InputError:
+        return LATEST
+    return TT.default_release(trainer, LATEST, config)
 MAIN_FILE = LAUNCH_NAME
 """The file `oomless plan --from trl` reads of the exported set."""
 
@@ -72,8 +98,9 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[st
     A key left out takes TRL's default. A PPO spec gets PPOConfig's keys (`ppo_writer`), an
     RLOO spec RLOOConfig's (`_rloo_settings`)."""
     _same_launch(spec)
-    if spec.algorithm == Algorithm.ppo:
-        return PW.native_settings(spec, _model(spec), OPTIM[spec.optimizer.value])
+    if spec.algorithm == Algorithm.ppo or (spec.algorithm == Algorithm.rloo and dialect < TT.RLOO_REWRITTEN):
+        release = min(dialect, TT.PPO_LAST) if spec.algorithm == Algorithm.ppo else dialect
+        return PW.native_settings(spec, _model(spec), OPTIM[spec.optimizer.value], release)
     if spec.algorithm not in (Algorithm.grpo, Algorithm.rloo):
         cannot_express("algorithm", f"{spec.algorithm.value!r} cannot be written for TRL; allowed: grpo, ppo, rloo")
     out = {**_model(spec), **_training(spec), **_rollout(spec)}
