@@ -253,15 +253,40 @@ def _resolve(ref: str, revision: str | None, depth: int) -> ModelArch:
         stem = _catalog_stem(name)
         if stem is not None:
             return _noted(_load_catalog(stem), ref, name)
+    alias = modelscope_alias(ref)
+    if alias is not None and depth < MAX_ADAPTER_DEPTH:
+        try:
+            arch = _resolve(alias, revision, depth + 1)
+        except InputError:
+            raise _not_found(ref, [*tried, f"ModelScope id of {alias!r} (ms-swift's model registry), not found either"]) from None
+        return _with_note(arch, f"{ref!r} is ModelScope's id of {alias!r} (ms-swift's model registry): planned as that model")
     raise _not_found(ref, tried)
+
+
+@functools.cache
+def _modelscope_aliases() -> dict[str, str]:
+    data = _parse_json((resources.files(__package__) / "data" / "modelscope_aliases.json").read_text(encoding="utf-8"),
+                       "catalog:modelscope_aliases.json")
+    return {k.lower(): v for k, v in data["aliases"].items()}
+
+
+def modelscope_alias(ref: str) -> str | None:
+    """The Hugging Face id ms-swift's model registry pairs with ModelScope id ``ref`` (ms-swift
+    downloads from ModelScope by default, so its scripts name those ids), or None.
+    Source: `catalog/data/modelscope_aliases.json`, written by scripts/modelscope_aliases.py."""
+    return _modelscope_aliases().get(ref.strip().lower())
+
+
+def _with_note(arch: ModelArch, note: str) -> ModelArch:
+    info = arch.checkpoint or CheckpointInfo(where=arch.source)
+    return dataclasses.replace(arch, checkpoint=dataclasses.replace(info, notes=info.notes + (note,)))
 
 
 def _noted(arch: ModelArch, ref: str, name: str) -> ModelArch:
     if name == ref:
         return arch
     info = arch.checkpoint or CheckpointInfo(where=arch.source)
-    note = f"model path {ref!r} does not exist here; planned as {arch.name} ({info.where}) by its folder name"
-    return dataclasses.replace(arch, checkpoint=dataclasses.replace(info, notes=info.notes + (note,)))
+    return _with_note(arch, f"model path {ref!r} does not exist here; planned as {arch.name} ({info.where}) by its folder name")
 
 
 def load_model(ref: str, revision: str | None = None) -> ModelArch:

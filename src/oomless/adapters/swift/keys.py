@@ -226,6 +226,9 @@ NO_MEMORY_EFFECT = frozenset({
     "vllm_reasoning_parser", "ddp_find_unused_parameters", "push_to_hub", "hub_model_id", "ignore_args_error",
     "agent_template", "reward_model_plugin", "vllm_server_host", "chord_mu_warmup_steps", "chord_mu_decay_steps",
     "chord_mu_peak", "chord_mu_valley", "chord_enable_phi_function",
+    # PPO (swift/arguments/rlhf_args.py PPOArguments): update rules, not shapes
+    "num_ppo_epochs", "whiten_rewards", "cliprange", "vf_coef", "cliprange_value", "gamma", "lam",
+    "missing_eos_penalty", "num_sample_generations", "reward_model_type", "reward_model_revision",
 })
 """ms-swift flags understood to have no effect on the memory oomless plans."""
 

@@ -36,6 +36,7 @@ from ...errors import InputError
 from ...safe_json import load_json
 from . import keys as SF
 from . import layout as swift_layout
+from . import ppo as swift_ppo
 from . import prompts
 from .layout import Run
 from ..args import FlagReader, hf_optimizer
@@ -91,13 +92,13 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
 
     run = swift_layout.Run(profile, vllm, flags, rlhf.env, _arch(flags, base_dir), notes)
     rlhf_type = flags.str("rlhf_type", "dpo")
-    if rlhf_type != "grpo":
-        raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo runs (ms-swift's default is dpo)")
+    if rlhf_type not in ("grpo", "ppo"):
+        raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo and ppo runs (ms-swift's default is dpo)")
     spec = _spec(run, rollout or documented, hardware, read)
     if documented is not None and spec["rollout"]["engine"] == "vllm_separate":
         notes.append(f"--vllm_mode server: planned the vLLM server as the `swift rollout` command the script "
                      f"documents in its comments (line {documented.line}), started in another terminal")
-    if idle_engine is not None and spec["rollout"]["engine"] == "hf":
+    if idle_engine is not None and spec["rollout"]["engine"] == "hf" and spec.get("algorithm") != "ppo":  # PPO: HF only
         idle_engine.update(swift_layout.release_engine(run))
     ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED, unknown=KC.unread_why)
     return spec, ignored, notes
@@ -216,6 +217,13 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
         spec["attention"] = SF.ATTENTION[attn]
     if f.bool("use_liger_kernel", False):
         spec["logits"] = "fused"
+    run.nproc = _int_env(run.env, "NPROC_PER_NODE", 1)
+    nodes = _int_env(run.env, "NNODES", 1)
+    if f.str("rlhf_type") == "ppo":
+        spec.update(swift_ppo.ppo_sections(run, method))
+        spec["lengths"] = prompts.lengths(run, {})
+        spec["hardware"] = _hardware(hardware, run.nproc, nodes, run.env)
+        return spec
     beta = f.float("beta", 0.04)
     spec["kl_beta"] = beta
     estimator = f.str("advantage_estimator", "grpo")  # exists from 3.10 (gated)
@@ -229,8 +237,6 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     vision = prompts.vision(run, method)
     if vision:
         spec["vision"] = vision
-    run.nproc = _int_env(run.env, "NPROC_PER_NODE", 1)
-    nodes = _int_env(run.env, "NNODES", 1)
     layout = swift_layout.layout(run, rollout, hardware, method, beta, bool(reward))
     spec["rollout"] = layout.rollout
     if layout.placement:

@@ -19,6 +19,7 @@ from ...errors import InputError
 from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from . import keys as SF
 from . import patch_checks as PC
+from . import ppo as swift_ppo
 from ..common import version_text
 from .. import key_tables as KT
 from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
@@ -157,8 +158,13 @@ def render(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> dict[str, str
     flags += _finetune(spec, profile)
     flags += _precision_and_distribution(spec, profile, files)
     flags += _training(spec, arch, profile)
-    env, pre, rollout_flags = _rollout(spec, arch, profile)
-    flags += rollout_flags
+    if spec.algorithm.value == "ppo":
+        _raise_if(swift_ppo.ppo_problem(spec))
+        env, pre, _ = _rollout(spec, arch, profile)
+        flags = swift_ppo.ppo_flags(spec, flags)
+    else:
+        env, pre, rollout_flags = _rollout(spec, arch, profile)
+        flags += rollout_flags
     files[SCRIPT_NAME] = _script(spec, profile, env, pre, flags)
     return files
 
@@ -363,8 +369,9 @@ def _script(spec: RunSpec, profile: SF.Profile, env: dict[str, str], pre: str, f
         env["MAX_PIXELS"] = str(spec.vision.max_pixels)
     if spec.vision.min_pixels is not None:
         env["MIN_PIXELS"] = str(spec.vision.min_pixels)
-    head = (f"#!/usr/bin/env bash\n# GRPO of {spec.model} with ms-swift, written by `oomless export --to swift`.\n"
-            f"# Plan it: {plan}\n# Replace --dataset and --reward_funcs with yours; the memory settings are "
+    algorithm, yours = ("PPO", "--dataset") if spec.algorithm.value == "ppo" else ("GRPO", "--dataset and --reward_funcs")
+    head = (f"#!/usr/bin/env bash\n# {algorithm} of {spec.model} with ms-swift, written by `oomless export --to swift`.\n"
+            f"# Plan it: {plan}\n# Replace {yours} with yours; the memory settings are "
             f"the spec's.\n# oomless: ms-swift=={version_text(profile.version)} vllm=={version_text(vllm)}\n"
             "set -euo pipefail\n\n")
     env_lines = "".join(f"{k}={v} \\\n" for k, v in env.items())
