@@ -27,7 +27,7 @@ def test_ssh_without_a_remote_command_adds_nothing() -> None:
     assert [c.argv[0] for c in parse_shell("ssh -i key.pem node1\n", "s.sh")] == ["ssh"]
 
 
-def test_a_refusal_lists_the_script_a_wrapper_runs_and_leaves_echo_out() -> None:
+def test_a_refusal_lists_the_command_inside_the_wrappers_and_leaves_echo_out() -> None:
     text = 'echo start\nmkdir -p logs\nssh node1 "sudo -E docker compose run trainer torchrun src/train.py --x 1"\n'
-    with pytest.raises(InputError, match=r"^s.sh: no training command found \(line 3: sudo … src/train.py\); allowed: "):
+    with pytest.raises(InputError, match=r"^s.sh: no training command found \(line 3: torchrun … src/train.py\); allowed: "):
         pick_command(read_script(text, "s.sh"), lambda c: "grpo" in " ".join(c.argv), "s.sh", "torchrun ... grpo_*.py")

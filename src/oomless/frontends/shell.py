@@ -6,7 +6,8 @@ them, each with its words after expansion (`frontends.words`) and the environmen
 - `VAR=value`, `export VAR=value`, `declare`/`local`/`readonly`, `unset`, inline `VAR=value cmd`;
 - `;`, `&&`, `||`, pipes and `&` (background), redirections dropped, `\\` continuations,
   comments anywhere, `set -x` and other builtins passed through as commands;
-- the prefixes `env`, `nohup`, `exec`, `time`, `command`;
+- the prefixes `env`, `nohup`, `exec`, `time`, `command`, and the wrappers `sudo`, `docker|podman
+  run`, `docker compose run`, `singularity|apptainer exec` (their `-e KEY=value` reach the command);
 - `for v in a b c; do ...; done` is read once, with the first value (a loop over seeds
   runs the same training each time; `ShellCommand.context` says so);
 - `if`/`while` bodies are read once; an assignment in an `if` branch only gives a variable that
@@ -35,7 +36,7 @@ import bashlex.ast
 import bashlex.errors
 
 from ..errors import InputError
-from .launchers import NOT_LAUNCHERS, described, ssh_remote_command
+from .launchers import NOT_LAUNCHERS, described, ssh_remote_command, unwrap
 from .words import Expansion, expand_string, expand_words, raw_words, substitution_end
 
 _PREFIX_COMMANDS = ("env", "nohup", "exec", "time", "command")
@@ -328,12 +329,19 @@ class _Walker:
             self.declare(texts, ex)
             return
         argv = [w for text in texts for w in expand_words(text, ex)]
-        while argv and argv[0] in _PREFIX_COMMANDS:
-            argv.pop(0)
-            while argv and (argv[0].startswith("-") or _ASSIGNMENT.match(argv[0])):
-                match = _ASSIGNMENT.match(argv.pop(0))
-                if match:
-                    inline[match.group(1)] = match.group(3)
+        while argv:
+            if argv[0] in _PREFIX_COMMANDS:
+                argv.pop(0)
+                while argv and (argv[0].startswith("-") or _ASSIGNMENT.match(argv[0])):
+                    match = _ASSIGNMENT.match(argv.pop(0))
+                    if match:
+                        inline[match.group(1)] = match.group(3)
+                continue
+            wrapped = unwrap(argv)  # sudo, docker/podman/compose run, singularity/apptainer exec
+            if wrapped is None:
+                break
+            argv, passed = wrapped
+            inline.update(passed)
         if not argv:
             for name, value in inline.items():
                 self.assign(name, value)
