@@ -1,6 +1,7 @@
 """A PPO spec → TRL's PPO example launch: PPOConfig + ModelConfig flags of
 `examples/scripts/ppo/ppo.py` (TRL 1.12, the newest release with PPOTrainer: `trainers.py`),
-with the same accelerate and DeepSpeed files as the GRPO writer. Only keys PPOConfig,
+with the same accelerate and DeepSpeed files as the GRPO writer; and the keys a patch writes
+into a PPO file, or an RLOO file of TRL <= 0.21 (the old RLOOConfig: rloo_k, num_mini_batches). Only keys PPOConfig,
 ModelConfig and TrainingArguments have (`data/ppo_key_table.json`) are written; what PPOTrainer
 cannot run (vLLM, gradient checkpointing, a value model other than the reward model, several
 completions per prompt) is refused field by field (`common.cannot_express`)."""
@@ -80,6 +81,8 @@ def _refuse_unrunnable(spec: RunSpec, rloo: bool = False) -> None:
     if spec.logits.value != "full_bf16":
         cannot_express("logits", f"{spec.logits.value!r} cannot be written for {release}: its forward computes full "
                        "logits; allowed: full_bf16")
+    if spec.batch.padding_free:
+        cannot_express("batch.padding_free", f"True cannot be written for {release}: it pads every batch; allowed: False")
     if rloo:
         if spec.reward_model.model is None:
             cannot_express("reward_model.model", f"None cannot be written for {release}: it scores with reward_model_path")
@@ -93,8 +96,6 @@ def _refuse_unrunnable(spec: RunSpec, rloo: bool = False) -> None:
     if spec.batch.steps_per_generation not in (None, spec.batch.gradient_accumulation_steps):
         cannot_express("batch.steps_per_generation", f"{spec.batch.steps_per_generation} cannot be written for "
                        f"{release}: it generates per_device_train_batch_size × gradient_accumulation_steps per rank")
-    if spec.batch.padding_free:
-        cannot_express("batch.padding_free", f"True cannot be written for {release}: it pads every batch; allowed: False")
 
 
 def launch_text(settings: dict[str, Any], spec: RunSpec, accelerate_name: str, head: str) -> str:

@@ -203,7 +203,7 @@ def _versions(directives: Mapping[str, str], notes: list[str], trainer: str = TT
     version = parse_version("trl version", directives["trl"]) if "trl" in directives else assumed
     if not TV.MIN_VERSION <= version < TV.MAX_VERSION:
         raise InputError("trl version", f"{directives['trl']} is not supported; supported: {SUPPORTED_VERSIONS}")
-    TT.check_release(trainer, version, "trl" in directives)
+    TT.check_release(trainer, version)
     if "trl" not in directives:
         newest = {TT.PPO: " (the newest release with PPOTrainer)", TT.RLOO: " (the newest release with the old RLOOTrainer)"
                   }.get(trainer, "") if assumed != LATEST else ""

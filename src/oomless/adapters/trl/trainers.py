@@ -3,9 +3,10 @@ table its config is read with.
 
 The trainer is the one of the script the command starts, as TRL ships them: `trl grpo` and
 `trl rloo`; `examples/scripts/ppo/ppo.py` and `ppo_tldr.py` (PPOTrainer); `examples/scripts/
-rloo.py`, `rloo_vlm.py`, `trl/scripts/rloo.py` (RLOOTrainer). A script or module named `ppo*`
-or `rloo*` (or in a `ppo/` or `rloo/` folder) is read as that trainer, every other one as GRPO;
-a `# oomless: trainer=ppo` directive says it for a file that does not name its script (a YAML).
+rloo.py`, `rloo_vlm.py`, `trl/scripts/rloo.py` (RLOOTrainer). A script or module whose name
+has the word `ppo` or `rloo` (`run_ppo.py`, not `dppo.py`), or that sits in a `ppo/` or `rloo/`
+folder, is read as that trainer, every other one as GRPO; a `# oomless: trainer=ppo` directive
+says it for a file that does not name its script (a YAML).
 
 Releases, from the PyPI wheels (`data/ppo_key_table.json`, `data/rloo_key_table.json`):
 - PPOTrainer: `trl/trainer/ppo_trainer.py` in 0.14–0.28 (from 0.26 a shim that warns and
@@ -68,7 +69,7 @@ def key_table(trainer: str) -> KT.KeyTable:
     return KT.load("trl", {GRPO: "key_table.json", PPO: "ppo_key_table.json", RLOO: "rloo_key_table.json"}[trainer])
 
 
-def check_release(trainer: str, version: tuple[int, ...], stated: bool) -> None:
+def check_release(trainer: str, version: tuple[int, ...]) -> None:
     """Refuse a release that has no such trainer."""
     if trainer == PPO and not PPO_FIRST <= tuple(version[:2]) <= PPO_LAST:
         raise InputError("trl version", f"{version_text(version)} has no PPOTrainer (TRL 0.14–1.12 have it; the 1.13.0 "
