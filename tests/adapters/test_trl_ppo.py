@@ -64,7 +64,7 @@ def test_the_ppo_docs_command_reads_as_ppo_with_its_four_models() -> None:
 def test_policy_is_sft_model_path_and_value_and_reward_models_are_reward_model_path(tmp_path: Path) -> None:
     spec, ignored, _ = ppo(tmp_path)
     assert spec["model"] == "EleutherAI/pythia-1.4b-deduped"  # model_name_or_path is the tokenizer's
-    assert spec["critic"] == {"model": "EleutherAI/pythia-160m"}
+    assert spec["critic"] == {"model": "EleutherAI/pythia-160m", "wrapped_with_actor": True}
     assert spec["reward_model"] == {"model": "EleutherAI/pythia-160m"}
     assert spec["kl_beta"] == 0.05  # kl_coef's default
     assert spec["batch"]["logprob_micro_batch_size"] == 32  # min(local_rollout_forward_batch_size 64, 8 × 4)
@@ -288,3 +288,17 @@ def test_old_rloo_and_old_ppo_files_are_patched_in_their_releases_keys(tmp_path:
     assert "dtype" not in native_settings(spec, (0, 20))  # the 0.20 example does not pass it on
     assert "dtype" in native_settings(spec, (1, 12))
     assert file_dialect(PPO_CMD.format(extra="", directive=""), "run.sh") == TT.PPO_LAST
+
+
+def test_zero3_generation_gathers_the_value_model_with_the_policy(tmp_path: Path) -> None:
+    spec = parse_spec(ppo(tmp_path, "--use_deepspeed true --zero_stage 3")[0])
+    assert spec.critic.wrapped_with_actor and spec.distribution.strategy.value == "zero3"
+
+    def gathered(s: Any) -> int:
+        run = resolve(s)
+        plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+        rollout = next(p for p in plan.devices[0].phases if p.name == "rollout")
+        return sum(c.num_bytes for c in rollout.components if c.name == "generate.gathered_weights")
+
+    alone = spec.model_copy(update={"critic": spec.critic.model_copy(update={"wrapped_with_actor": False})})
+    assert gathered(spec) > gathered(alone) > 0

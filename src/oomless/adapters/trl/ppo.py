@@ -12,7 +12,7 @@ What the run holds, read in trl 1.12.0 `trl/experimental/ppo/ppo_trainer.py` (th
   `critic.model` = `reward_model.model` = reward_model_path, `algorithm: ppo`.
 - Policy and value model are one module, `PolicyAndValueWrapper`, prepared by accelerate and
   trained by one optimizer; the value model is trained in full even when the policy has LoRA
-  adapters. Under DeepSpeed the reference and reward models go through `prepare_deepspeed`
+  adapters. Spec: `critic.wrapped_with_actor` (ZeRO-3 generate gathers both). Under DeepSpeed the reference and reward models go through `prepare_deepspeed`
   (ZeRO-3 inference shards under stage 3, whole models on the GPU otherwise), else `.to(device)`.
 - Generation with transformers `generate` (no vLLM): the rollout batch of a rank is
   per_device_train_batch_size × gradient_accumulation_steps prompts (`local_batch_size`),
@@ -103,8 +103,8 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
         del keys.values[name]  # nor does it take a GPU for an engine (`launch.processes_from_hardware`)
     spec["logits"] = "full_bf16"  # forward(): full logits, selective_log_softmax on the response slice
     spec["kl_beta"] = keys.float("kl_coef", float(keys.default("kl_coef", 0.05)))
-    if not rloo:
-        spec["critic"] = {"model": reward_path}
+    if not rloo:  # one module with the policy: ZeRO-3 generate gathers both (`unwrap_model_for_generation`)
+        spec["critic"] = {"model": reward_path, "wrapped_with_actor": True}
     spec["reward_model"] = {"model": reward_path}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
         launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
@@ -144,12 +144,7 @@ def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arc
         return out
     out.append("TRL PPO trains the value model in the policy's backward (PolicyAndValueWrapper): both models' "
                "activations and gradients coexist, planned as separate train and critic_train phases")
-    value = (P.num_parameters(reward_arch) - P.num_lm_head_parameters(reward_arch)) * C.BF16_BYTES
-    strategy = spec["distribution"]["strategy"]
-    if strategy == "zero3":
-        out.append(f"ZeRO-3: unwrap_model_for_generation gathers the value model with the policy for generate "
-                   f"({value / 2**30:.2f} GiB in bf16): not planned")
-    if strategy == "fsdp":
+    if spec["distribution"]["strategy"] == "fsdp":
         out.append("FSDP: PPOTrainer moves the reference and reward models whole onto every GPU (`.to(device)`; "
                    "prepare_deepspeed only under DeepSpeed), planned sharded")
     if spec["finetune"]["method"] == "qlora":

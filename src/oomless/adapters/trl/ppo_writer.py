@@ -87,6 +87,12 @@ def _refuse_unrunnable(spec: RunSpec, rloo: bool = False) -> None:
         if spec.reward_model.model is None:
             cannot_express("reward_model.model", f"None cannot be written for {release}: it scores with reward_model_path")
         return
+    if not spec.critic.wrapped_with_actor:
+        cannot_express("critic.wrapped_with_actor", f"False cannot be written for {release}: PolicyAndValueWrapper "
+                       "holds policy and value model in one module; allowed: True")
+    if spec.critic.lora:
+        cannot_express("critic.lora", f"True cannot be written for {release}: the value model trains all its weights; "
+                       "allowed: False")
     if spec.reward_model.model is None or (spec.critic.model or spec.model) != spec.reward_model.model:
         cannot_express("critic.model", f"{spec.critic.model!r} cannot be written for {release}'s ppo.py: the value model "
                        f"is loaded from reward_model_path ({spec.reward_model.model!r})")
