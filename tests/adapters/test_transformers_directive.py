@@ -35,3 +35,10 @@ def test_a_bad_release_is_refused_by_the_spec(tmp_path: Path) -> None:
 def test_a_malformed_directive_names_its_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"(run\.sh:|line )1\b"):
         read(tmp_path, "# oomless: transformers")
+
+
+def test_trl_files_take_the_directive_too(tmp_path: Path) -> None:
+    path = tmp_path / "launch.sh"
+    path.write_text("# oomless: transformers==5.2\naccelerate launch --num_processes 8 examples/scripts/grpo_vlm.py "
+                    "--model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct --output_dir out\n", encoding="utf-8")
+    assert import_native("trl", path, HardwareFlags(gpu="A100-80GB")).spec["transformers_version"] == "5.2"

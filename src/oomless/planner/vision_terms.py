@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 def _limits(spec: RunSpec, pixels: int | None = None, arch: ModelArch | None = None) -> dict[str, int]:
     """The processor's resize limits; ``pixels`` (an image area within them) replaces
     max_pixels to size an image of that area instead of the largest allowed. With ``arch``
-    and `lengths.max_prompt_counts_images`, the area is also capped to what the prompt bound
-    holds (`prompt_image_area_cap`); vLLM's profile passes no ``arch``: it sizes images by the
-    processor's limits alone."""
+    the area is also capped to the data's largest image (`vision.data_max_pixels`) and, with
+    `lengths.max_prompt_counts_images`, to what the prompt bound holds (`prompt_image_area_cap`);
+    vLLM's profile passes no ``arch``: it sizes images by the processor's limits alone."""
     v = spec.vision
     largest = v.max_pixels or C.QWEN_VL_MAX_PIXELS
     smallest = v.min_pixels or C.QWEN_VL_MIN_PIXELS
     area = min(pixels, largest) if pixels is not None else largest
+    if arch is not None and v.data_max_pixels is not None:  # the data's own filter (training side only)
+        area = max(smallest, min(area, v.data_max_pixels))
     cap = prompt_image_area_cap(spec, arch) if arch is not None else None
     if cap is not None:
         area = max(smallest, min(area, cap))

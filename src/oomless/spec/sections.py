@@ -42,6 +42,12 @@ class Vision(Frozen):
     tower_gradient_checkpointing: bool | None = Field(
         None, description="Recompute vision blocks in backward. Default: follows `gradient_checkpointing` (ms-swift)."
     )
+    data_max_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS), INT64] | None = Field(
+        None,
+        description="Largest image area the training data holds, when the framework filters images below the "
+        "processor's limit (TRL's grpo_vlm.py/rloo_vlm.py keep images under 512 px a side): the training batches' "
+        "worst image; vLLM's profile still sizes images by max_pixels. Default: max_pixels.",
+    )
     typical_pixels: Annotated[int, Field(ge=1, le=MAX_IMAGE_PIXELS), INT64] | None = Field(
         None,
         description="Median image area of the dataset after the processor's resize (gives the typical batch; "
@@ -63,6 +69,8 @@ class Vision(Frozen):
             )
         if self.typical_pixels is not None and self.max_pixels is not None and self.typical_pixels > self.max_pixels:
             raise ValueError(f"typical_pixels={self.typical_pixels} exceeds max_pixels={self.max_pixels}")
+        if self.typical_pixels is not None and self.data_max_pixels is not None and self.typical_pixels > self.data_max_pixels:
+            raise ValueError(f"typical_pixels={self.typical_pixels} exceeds data_max_pixels={self.data_max_pixels}")
         check_percentiles("pixels_percentiles", self.pixels_percentiles, self.typical_pixels, self.max_pixels)
         return self
 

@@ -5,6 +5,7 @@ directive, else the engine's or model's context less the completion and image to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ...catalog.models import ModelArch
@@ -46,3 +47,21 @@ def prompt_truncation(keys: Keys) -> int | None:
     """The length TRL truncates prompts to: max_prompt_length as given, else its default in the
     release (512 up to 0.25, None from 0.26: no truncation; none in 0.28+), from the key table."""
     return keys.int("legacy.max_prompt_length", keys.default("max_prompt_length"))
+
+
+EXAMPLE_IMAGE_FILTER = {"grpo_vlm.py": 511 * 511, "rloo_vlm.py": 511 * 511}
+"""Largest image area TRL's VLM example scripts keep: `filter_big_images` drops every image of
+512 px or more on either side (`image.size[0] < 512 and image.size[1] < 512`): examples/scripts/
+grpo_vlm.py from TRL PR #3072 (2025-07-23), rloo_vlm.py from PR #4067 (2025-09-18), to HEAD."""
+
+
+def example_vision(script: str, arch: ModelArch, notes: list[str]) -> dict[str, Any]:
+    """The vision section an example script's own image filter gives (`EXAMPLE_IMAGE_FILTER`):
+    the training batches' largest image; the processor's limit still sizes vLLM's profile."""
+    name = PurePosixPath(script).name
+    kept = EXAMPLE_IMAGE_FILTER.get(name)
+    if kept is None or arch.vision is None:
+        return {}
+    notes.append(f"{name} keeps images under 512 px a side (filter_big_images): training images up to "
+                 f"{kept:,} px; vLLM's profile sizes them by the processor's max_pixels")
+    return {"data_max_pixels": kept}

@@ -196,9 +196,9 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
 
 def _versions(directives: Mapping[str, str], notes: list[str], trainer: str = TT.GRPO,
               config: Mapping[str, Any] | None = None) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
-    unknown = sorted(set(directives) - {"trl", "vllm", "max_prompt_tokens", "trainer"})
+    unknown = sorted(set(directives) - {"trl", "vllm", "max_prompt_tokens", "trainer", "transformers"})
     if unknown:
-        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens, trainer")
+        raise InputError(f"oomless directive {unknown[0]}", "unknown key; allowed: trl, vllm, max_prompt_tokens, trainer, transformers")
     assumed = TT.default_release(trainer, LATEST, config or {})
     version = parse_version("trl version", directives["trl"]) if "trl" in directives else assumed
     if not TV.MIN_VERSION <= version < TV.MAX_VERSION:
@@ -265,6 +265,9 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
                                prompts.prompt_truncation(keys), prompts.completion_length(keys))
     spec["rollout"] = rollout
     spec["lengths"] = prompts.lengths(keys, arch, rollout, prompt_directive, spec, notes)
+    vision = prompts.example_vision(launch.script, arch, notes)
+    if vision:
+        spec["vision"] = vision
     spec["hardware"] = TL.hardware_section(hardware, gpus, nodes)
     return spec
 
