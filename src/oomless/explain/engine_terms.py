@@ -8,6 +8,7 @@ from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..memory import vllm as V
+from ..memory import vllm_sampler as VS
 from ..planner import engine as E
 from ..planner import gpu_phases as GP
 from ..planner import vision_terms as VT
@@ -53,17 +54,37 @@ def _requested(ctx: Ctx) -> Input:
 def profile_activations(ctx: Ctx, name: str) -> Formula:
     spec, shape, arch, tp = ctx.spec, ctx.shape, ctx.plan.arch, ctx.spec.rollout.tensor_parallel_size
     encoder = VT.engine_encoder_bytes(spec, shape, arch)
-    forward = V.profile_activation_bytes(arch, tp, shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs)
+    version = spec.rollout.vllm_version
+    forward = V.profile_activation_bytes(arch, tp, shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, version)
     if encoder > forward:
         return Formula("encoder", (fn_input("encoder", encoder, VT.engine_encoder_bytes),), doc_source(VT.engine_encoder_bytes),
                        code_ref(E.engine_budget))
     tokens = shape.vllm_max_num_batched_tokens
     per_token = fn_input("per_token", A.inference_layer_peak_bytes_per_token(arch, tp), A.inference_layer_peak_bytes_per_token)
-    return Formula("max(tokens * per_token, min(max_num_seqs, tokens) * V * VLLM_SAMPLER_BYTES_PER_LOGIT)", (
+    return Formula("max(tokens * per_token, sampler)", (
         Input("tokens", tokens, "max_num_batched_tokens of the profile run (vLLM's default for the GPU when unset)"), per_token,
-        Input("max_num_seqs", shape.vllm_max_num_seqs, "max_num_seqs"), Input("V", arch.vocab_size, "vocabulary"),
-        constant(C, "VLLM_SAMPLER_BYTES_PER_LOGIT"),
+        Input("sampler", V.profile_sampler_bytes(arch, tokens, shape.vllm_max_num_seqs, version),
+              f"the dummy sampler run (vLLM {version or 'newest'}) and the forward output kept through it",
+              formula=_profile_sampler(ctx)),
     ), doc_source(V.profile_activation_bytes), code_ref(V.profile_activation_bytes))
+
+
+def _profile_sampler(ctx: Ctx) -> Formula:
+    shape, arch, version = ctx.shape, ctx.plan.arch, ctx.spec.rollout.vllm_version
+    tokens = shape.vllm_max_num_batched_tokens
+    rows = Input("R", VS.sampler_rows(tokens, shape.vllm_max_num_seqs), "min(max_num_seqs, max_num_batched_tokens) dummy requests")
+    vocab = Input("V", arch.vocab_size, "vocabulary")
+    kept = fn_input("kept", VS.retained_forward_output_bytes(version, tokens, arch.hidden_size), VS.retained_forward_output_bytes,
+                    "the forward's bf16 hidden states profile_run holds meanwhile")
+    if VS.at_least(version, VS.TRITON_TOP_K_TOP_P_FROM):
+        return Formula("R * V * VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON + triton_buffer + kept", (
+            rows, vocab, constant(C, "VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON"),
+            fn_input("triton_buffer", VS.triton_top_k_top_p_buffer_bytes(rows.value, vocab.value), VS.triton_top_k_top_p_buffer_bytes),
+            kept), doc_source(VS.sampler_peak_bytes), code_ref(VS.sampler_peak_bytes))
+    return Formula("R * V * VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT + sort_workspace + kept", (
+        rows, vocab, constant(C, "VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT"),
+        fn_input("sort_workspace", VS.torch_sort_workspace_bytes(rows.value, vocab.value), VS.torch_sort_workspace_bytes),
+        kept), doc_source(VS.sampler_peak_bytes), code_ref(VS.sampler_peak_bytes))
 
 
 @gpu(r"vllm\.non_torch")

@@ -12,6 +12,7 @@ from .. import units
 FP32_BYTES = 4
 BF16_BYTES = 2
 INT8_BYTES = 1
+INT64_BYTES = 8
 
 NF4_BITS_PER_PARAM = 4
 NF4_DOUBLE_QUANT_OVERHEAD_BITS = 8 / 64 + 32 / (64 * 256)
@@ -56,15 +57,51 @@ through sleep and an underestimate crashes the run. vLLM >= 0.21 profiles graphs
 them inside the utilization budget; older versions capture them after sizing the KV cache,
 on top of the budget (`rollout.cuda_graphs_in_budget`)."""
 
-VLLM_SAMPLER_BYTES_PER_LOGIT = BF16_BYTES + FP32_BYTES + FP32_BYTES + 8 + FP32_BYTES
-"""vLLM V1's dummy sampler run in profile_run, over min(max_num_seqs, max_num_batched_tokens)
-rows: bf16 logits from lm_head (2), their fp32 copy (4), and top-k/top-p — which the dummy run
-enables (top_p 0.9, top_k V−1) — sorts them: fp32 sorted values (4) + int64 indices (8) +
-fp32 probabilities (4) = 22 bytes per logit. Source: vllm/v1/worker/gpu_model_runner.py
-`_dummy_sampler_run`, vllm/v1/sample/ops/topk_topp_sampler.py `apply_top_k_top_p`."""
-
 VLLM_BLOCK_SIZE = 16
 """vLLM KV-cache block size in tokens (default). Source: vllm/config/cache.py."""
+
+# --- vLLM start-up profile: the dummy sampler run (memory/vllm_sampler.py) ------------
+CUDA_INT2_BYTES = 8
+"""CUDA ``int2``: two int32, the (segment, position) pairs of torch's full-sort path."""
+
+VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT = BF16_BYTES + FP32_BYTES + FP32_BYTES + INT64_BYTES
+"""18 = bf16 logits held by ``_dummy_sampler_run`` (2) + their fp32 copy in ``Sampler.forward``
+(``logits.to(torch.float32)``, 4) + ``logits.sort``'s outputs in ``apply_top_k_top_p``:
+fp32 values (4) and int64 indices (8). Source: vllm 0.8.5-0.16 v1/sample/sampler.py,
+v1/sample/ops/topk_topp_sampler.py (``forward_native``, ``apply_top_k_top_p``)."""
+
+TORCH_SORT_SEGMENTED_WORKSPACE_BYTES_PER_ELEMENT = INT64_BYTES + FP32_BYTES + INT64_BYTES
+"""20 = torch's stable CUDA sort of >= 128 rows (or one row): an int64 iota of positions (8) +
+CUB segmented radix sort's alternate key (4) and value (8) buffers in its temp storage.
+Source: pytorch aten/src/ATen/native/cuda/SortStable.cu (``segmented_sort_pairs``,
+``segmented_sort_large_segments``), CUB dispatch_radix_sort.cuh
+(``DispatchSegmentedRadixSort::InvokePasses``: num_items × (sizeof(KeyT) + sizeof(ValueT)))."""
+
+TORCH_SORT_FULL_SORT_WORKSPACE_BYTES_PER_ELEMENT = CUDA_INT2_BYTES + CUDA_INT2_BYTES + FP32_BYTES + FP32_BYTES + CUDA_INT2_BYTES
+"""32 = torch's sort of 2-127 rows (``segmented_sort_pairs_by_full_sort``): two int2
+(segment, position) buffers (8 + 8) + the keys output CUB needs (4) + CUB's alternate key (4)
+and int2 value (8) buffers. Same sources."""
+
+TORCH_SORT_FULL_SORT_MAX_ROWS = 127
+"""SortStable.cu sorts 2-127 segments by one full sort (``nsegments < 128``)."""
+
+TORCH_SORT_ONE_ROW_AT_A_TIME_VOCAB = 1_000_000
+"""SortStable.cu sorts row by row when a row has >= 1,000,000 elements."""
+
+VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON = BF16_BYTES + FP32_BYTES + FP32_BYTES + FP32_BYTES
+"""14 = bf16 logits (2) + fp32 copy (4) + two fp32 [R, V] temporaries at once: from 0.17 the
+Triton top-k/top-p masks the fp32 logits in place, then ``softmax`` gives probs (4) and
+``random_sample`` its exponential noise (4); from 0.21 the FlashInfer call before it
+(``top_k_top_p_sampling_from_logits``: ``top_k_mask_logits`` output 4 + softmax 4) is as
+large. Source: vllm 0.17-0.33 v1/sample/ops/topk_topp_sampler.py (``forward_native``,
+``random_sample``, ``flashinfer_sample``), flashinfer 0.6.8/0.7.2 sampling.py; model runner
+V2 (default for all models from 0.29) peaks the same in 0.33 v1/worker/gpu/sample/sampler.py
+(fp32 copy, then ``flashinfer_sample``)."""
+
+CUDA_MAX_SM_COUNT = 148
+"""Upper bound on a GPU's streaming multiprocessors for the Triton sampler's buffer rows:
+B200 148, H100/H200 SXM 132, A100 108 (NVIDIA datasheets). The planner does not know the SM
+count of a GPU; the bound costs at most (148 − SMs) × V × 4 bytes."""
 
 ALLOCATOR_FRAGMENTATION_FRACTION = 0.10
 """Reserved-but-unallocated memory of PyTorch's caching allocator on top of live tensors,

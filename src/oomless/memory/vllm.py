@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..catalog.models import ModelArch
 from . import activations as A
 from . import constants as C
+from . import vllm_sampler as VS
 
 
 def requested_bytes(capacity_bytes: int, utilization: float) -> int:
@@ -66,14 +67,25 @@ def default_max_num_seqs(capacity_bytes: int, is_a100: bool) -> int:
     return C.VLLM_MAX_NUM_SEQS_LARGE if large else C.VLLM_MAX_NUM_SEQS_SMALL
 
 
-def profile_activation_bytes(arch: ModelArch, tensor_parallel_size: int, max_num_batched_tokens: int, max_num_seqs: int) -> int:
-    """Torch peak of vLLM's profile run: a dummy forward of max_num_batched_tokens tokens plus
-    a dummy sampler over min(max_num_seqs, max_num_batched_tokens) rows of vocab logits.
-    Source: vllm/v1/worker/gpu_model_runner.py `profile_run`, `_dummy_sampler_run`."""
+def profile_activation_bytes(arch: ModelArch, tensor_parallel_size: int, max_num_batched_tokens: int, max_num_seqs: int,
+                             vllm_version: str | None = None) -> int:
+    """Torch peak of vLLM's profile run: the larger of the dummy forward over
+    max_num_batched_tokens tokens and the dummy sampler run over
+    min(max_num_seqs, max_num_batched_tokens) rows of vocab logits (plus the forward's hidden
+    states that profile_run keeps meanwhile), by vLLM version (None: the newest release).
+    Source: vllm/v1/worker/gpu_model_runner.py `profile_run`, `_dummy_sampler_run`;
+    memory/vllm_sampler.py for what each version's sampler holds at its peak."""
     forward = A.inference_forward_peak_bytes(arch, max_num_batched_tokens, tensor_parallel_size)
-    rows = min(max_num_seqs, max_num_batched_tokens)
-    sampler = rows * arch.vocab_size * C.VLLM_SAMPLER_BYTES_PER_LOGIT
-    return max(forward, sampler)
+    return max(forward, profile_sampler_bytes(arch, max_num_batched_tokens, max_num_seqs, vllm_version))
+
+
+def profile_sampler_bytes(arch: ModelArch, max_num_batched_tokens: int, max_num_seqs: int, vllm_version: str | None) -> int:
+    """The dummy sampler run's peak plus the forward output profile_run holds through it.
+    Assumes: the [R, hidden] last-token states and their random copy are negligible; the
+    logits span the whole vocabulary on every TP rank (gathered before sampling)."""
+    rows = VS.sampler_rows(max_num_batched_tokens, max_num_seqs)
+    return (VS.sampler_peak_bytes(vllm_version, rows, arch.vocab_size)
+            + VS.retained_forward_output_bytes(vllm_version, max_num_batched_tokens, arch.hidden_size))
 
 
 def non_torch_bytes(tensor_parallel_size: int) -> int:
@@ -122,11 +134,12 @@ def engine_budget(
     max_num_seqs: int,
     enforce_eager: bool,
     graphs_in_budget: bool = True,
+    vllm_version: str | None = None,
 ) -> EngineBudget:
     return EngineBudget(
         requested_bytes=requested_bytes(capacity_bytes, utilization),
         weight_bytes=weight_bytes_per_rank(model_weight_bytes, tensor_parallel_size),
-        activation_bytes=profile_activation_bytes(arch, tensor_parallel_size, max_num_batched_tokens, max_num_seqs),
+        activation_bytes=profile_activation_bytes(arch, tensor_parallel_size, max_num_batched_tokens, max_num_seqs, vllm_version),
         non_torch_bytes=non_torch_bytes(tensor_parallel_size),
         cuda_graph_bytes=cuda_graph_bytes(enforce_eager),
         graphs_in_budget=graphs_in_budget,

@@ -25,7 +25,7 @@ def engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineBu
     key = (
         arch, value_key(spec.finetune), value_key(spec.vision), value_key(ro.gpu_memory_utilization),
         value_key(ro.tensor_parallel_size), value_key(ro.enforce_eager), value_key(ro.cuda_graphs_in_budget),
-        value_key(ro.limit_images_per_prompt), value_key(shape.capacity_bytes), value_key(shape.vllm_max_num_batched_tokens),
+        value_key(ro.vllm_version), value_key(ro.limit_images_per_prompt), value_key(shape.capacity_bytes), value_key(shape.vllm_max_num_batched_tokens),
         value_key(shape.vllm_max_num_seqs), value_key(shape.vllm_max_model_len),
     )
     return _BUDGETS.get(key, lambda: _engine_budget(spec, arch, shape))
@@ -44,6 +44,7 @@ def _engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineB
     budget = V.engine_budget(
         arch, weights, shape.capacity_bytes, ro.gpu_memory_utilization, ro.tensor_parallel_size,
         shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, ro.enforce_eager, ro.cuda_graphs_in_budget,
+        ro.vllm_version,
     )
     encoder = VT.engine_encoder_bytes(spec, shape, arch)
     if encoder > budget.activation_bytes:
