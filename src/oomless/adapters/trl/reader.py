@@ -374,8 +374,9 @@ def _batch(keys: Keys, world: int) -> dict[str, Any]:
         micro *= generations
     out: dict[str, Any] = {"micro_batch_size": micro, "gradient_accumulation_steps": accumulation,
                            "num_generations": generations}
-    if keys.bool("padding_free", False):
-        out["padding_free"] = True
+    if "padding_free" in keys.values:  # SFTConfig's key; no GRPOConfig in the key table has it
+        keys.ignore("padding_free", "not a GRPOConfig key in any TRL release (SFTConfig's): GRPOTrainer pads every "
+                    "batch, and TRL's parser refuses the key: planned padded")
     steps = keys.int("steps_per_generation")
     generation_batch = keys.int("generation_batch_size")
     if generation_batch is not None:

@@ -105,7 +105,8 @@ RLOO_DEPRECATED = {"rloo_k": "num_generations", "kl_coef": "beta", "num_mini_bat
 (0.22.2 rloo_config.py `__post_init__` `_DEPRECATED_PARAMS`: `setattr(self, new_param, old_value)`);
 dropped in 0.25 (rloo key table), where they are read with that meaning, noted."""
 GRPO_READER_EXTRA = ("padding_free",)
-"""Keys the GRPO reader plans that no GRPOConfig in the key table has (padding_free is SFTConfig's)."""
+"""Keys the GRPO reader knows that no GRPOConfig in the key table has (padding_free is SFTConfig's:
+the reader notes it and plans padded batches)."""
 
 
 def read_rloo_keys(keys: Any, notes: list[str]) -> None:

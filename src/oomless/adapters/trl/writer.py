@@ -224,8 +224,9 @@ def _training(spec: RunSpec) -> dict[str, Any]:
                 "num_generations": batch.num_generations})
     if batch.steps_per_generation is not None:
         out["steps_per_generation"] = batch.steps_per_generation
-    if batch.padding_free:
-        out["padding_free"] = True
+    if batch.padding_free:  # no GRPOConfig/RLOOConfig release has the key (key tables 0.14-1.16): TRL pads
+        cannot_express("batch.padding_free", "True cannot be written for TRL: GRPOTrainer pads every batch "
+                       "(padding_free is SFTConfig's key); allowed: False")
     out.update({"max_completion_length": spec.lengths.max_completion_tokens, "beta": spec.kl_beta,
                 "gradient_checkpointing": spec.gradient_checkpointing})
     if spec.precision == Precision.fp16_mixed:
