@@ -56,35 +56,35 @@ def profile_activations(ctx: Ctx, name: str) -> Formula:
     encoder = VT.engine_encoder_bytes(spec, shape, arch)
     version = spec.rollout.vllm_version
     forward = V.profile_activation_bytes(arch, tp, shape.vllm_max_num_batched_tokens, shape.vllm_max_num_seqs, version)
-    if encoder > forward:
-        return Formula("encoder", (fn_input("encoder", encoder, VT.engine_encoder_bytes),), doc_source(VT.engine_encoder_bytes),
-                       code_ref(E.engine_budget))
+    state = fn_input("state", VS.sampler_state_bytes(version, shape.vllm_max_num_seqs, arch.vocab_size), VS.sampler_state_bytes,
+                     "model runner V2's penalty counts per request slot (vLLM >= 0.29)")
+    if encoder + state.value > forward:
+        return Formula("encoder + state", (fn_input("encoder", encoder, VT.engine_encoder_bytes), state),
+                       doc_source(VT.engine_encoder_bytes), code_ref(E.engine_budget))
     tokens = shape.vllm_max_num_batched_tokens
     per_token = fn_input("per_token", A.inference_layer_peak_bytes_per_token(arch, tp), A.inference_layer_peak_bytes_per_token)
-    return Formula("max(tokens * per_token, sampler)", (
+    return Formula("max(tokens * per_token, sampler) + state", (
         Input("tokens", tokens, "max_num_batched_tokens of the profile run (vLLM's default for the GPU when unset)"), per_token,
         Input("sampler", V.profile_sampler_bytes(arch, tokens, shape.vllm_max_num_seqs, version),
               f"the dummy sampler run (vLLM {version or 'newest'}) and the forward output kept through it",
               formula=_profile_sampler(ctx)),
+        state,
     ), doc_source(V.profile_activation_bytes), code_ref(V.profile_activation_bytes))
 
 
 def _profile_sampler(ctx: Ctx) -> Formula:
     shape, arch, version = ctx.shape, ctx.plan.arch, ctx.spec.rollout.vllm_version
     tokens = shape.vllm_max_num_batched_tokens
-    rows = Input("R", VS.sampler_rows(tokens, shape.vllm_max_num_seqs), "min(max_num_seqs, max_num_batched_tokens) dummy requests")
-    vocab = Input("V", arch.vocab_size, "vocabulary")
-    kept = fn_input("kept", VS.retained_forward_output_bytes(version, tokens, arch.hidden_size), VS.retained_forward_output_bytes,
-                    "the forward's bf16 hidden states profile_run holds meanwhile")
-    if VS.at_least(version, VS.TRITON_TOP_K_TOP_P_FROM):
-        return Formula("R * V * VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON + triton_buffer + kept", (
-            rows, vocab, constant(C, "VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON"),
-            fn_input("triton_buffer", VS.triton_top_k_top_p_buffer_bytes(rows.value, vocab.value), VS.triton_top_k_top_p_buffer_bytes),
-            kept), doc_source(VS.sampler_peak_bytes), code_ref(VS.sampler_peak_bytes))
-    return Formula("R * V * VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT + sort_workspace + kept", (
-        rows, vocab, constant(C, "VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT"),
-        fn_input("sort_workspace", VS.torch_sort_workspace_bytes(rows.value, vocab.value), VS.torch_sort_workspace_bytes),
-        kept), doc_source(VS.sampler_peak_bytes), code_ref(VS.sampler_peak_bytes))
+    rows = VS.sampler_rows(tokens, shape.vllm_max_num_seqs)
+    return Formula("R * V * per_logit + workspace + kept", (
+        Input("R", rows, "min(max_num_seqs, max_num_batched_tokens) dummy requests"),
+        Input("V", arch.vocab_size, "vocabulary"),
+        fn_input("per_logit", VS.sampler_live_bytes_per_logit(version), VS.sampler_live_bytes_per_logit,
+                 f"bytes per logit alive in vLLM {version or 'newest'} at the sampler's peak"),
+        fn_input("workspace", VS.sampler_workspace_bytes(version, rows, arch.vocab_size), VS.sampler_workspace_bytes),
+        fn_input("kept", VS.retained_forward_output_bytes(version, tokens, arch.hidden_size), VS.retained_forward_output_bytes,
+                 "the forward's bf16 hidden states profile_run holds meanwhile"),
+    ), doc_source(VS.sampler_peak_bytes), code_ref(VS.sampler_peak_bytes))
 
 
 @gpu(r"vllm\.non_torch")

@@ -12,6 +12,7 @@ from .. import units
 FP32_BYTES = 4
 BF16_BYTES = 2
 INT8_BYTES = 1
+INT32_BYTES = 4
 INT64_BYTES = 8
 
 NF4_BITS_PER_PARAM = 4
@@ -89,14 +90,24 @@ TORCH_SORT_ONE_ROW_AT_A_TIME_VOCAB = 1_000_000
 """SortStable.cu sorts row by row when a row has >= 1,000,000 elements."""
 
 VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON = BF16_BYTES + FP32_BYTES + FP32_BYTES + FP32_BYTES
-"""14 = bf16 logits (2) + fp32 copy (4) + two fp32 [R, V] temporaries at once: from 0.17 the
-Triton top-k/top-p masks the fp32 logits in place, then ``softmax`` gives probs (4) and
-``random_sample`` its exponential noise (4); from 0.21 the FlashInfer call before it
-(``top_k_top_p_sampling_from_logits``: ``top_k_mask_logits`` output 4 + softmax 4) is as
-large. Source: vllm 0.17-0.33 v1/sample/ops/topk_topp_sampler.py (``forward_native``,
-``random_sample``, ``flashinfer_sample``), flashinfer 0.6.8/0.7.2 sampling.py; model runner
-V2 (default for all models from 0.29) peaks the same in 0.33 v1/worker/gpu/sample/sampler.py
-(fp32 copy, then ``flashinfer_sample``)."""
+"""14 = bf16 logits (2) + fp32 copy (4) + two fp32 [R, V] temporaries at once. Model runner V1
+0.17-0.28: a Triton kernel masks the fp32 logits in place for top-k/top-p, then ``softmax``
+gives probs (4) and ``random_sample`` its exponential noise (4); from 0.21 the FlashInfer call
+before it (``top_k_top_p_sampling_from_logits``: ``top_k_mask_logits`` output 4 + softmax 4) is
+as large. Model runner V2 >= 0.33, warmup pass: fp32 copy, then ``flashinfer_sample`` (4 + 4).
+Source: vllm 0.17-0.28 v1/sample/ops/topk_topp_sampler.py (``forward_native``,
+``random_sample``, ``flashinfer_sample``), flashinfer 0.6.8/0.7.2 sampling.py; vllm 0.33
+v1/worker/gpu/sample/sampler.py (``apply_sampling_params``, ``_sample_random``)."""
+
+VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_V2_DEFAULT_PASS = BF16_BYTES
+"""2 = the bf16 logits only: model runner V2's profile pass with default sampling parameters
+leaves them unprocessed (``apply_sampling_params`` returns them as they are, no fp32 copy) and
+Gumbel-samples them in blocks. Source: vllm 0.29-0.32 v1/worker/gpu/sample/sampler.py,
+v1/worker/gpu/model_runner.py ``_dummy_sampler_run``."""
+
+PROMPT_BIN_MASK_TOKENS_PER_WORD = 32
+"""Model runner V2 keeps one bit per vocabulary token of the prompt in int32 words
+(``cdiv(vocab_size, 32)``). Source: vllm 0.29-0.33 v1/worker/gpu/sample/penalties.py."""
 
 CUDA_MAX_SM_COUNT = 148
 """Upper bound on a GPU's streaming multiprocessors for the Triton sampler's buffer rows:

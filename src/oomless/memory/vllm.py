@@ -72,11 +72,13 @@ def profile_activation_bytes(arch: ModelArch, tensor_parallel_size: int, max_num
     """Torch peak of vLLM's profile run: the larger of the dummy forward over
     max_num_batched_tokens tokens and the dummy sampler run over
     min(max_num_seqs, max_num_batched_tokens) rows of vocab logits (plus the forward's hidden
-    states that profile_run keeps meanwhile), by vLLM version (None: the newest release).
+    states that profile_run keeps meanwhile), by vLLM version (None: the newest release); plus
+    model runner V2's persistent sampler state, which vLLM also subtracts before the KV cache.
     Source: vllm/v1/worker/gpu_model_runner.py `profile_run`, `_dummy_sampler_run`;
     memory/vllm_sampler.py for what each version's sampler holds at its peak."""
     forward = A.inference_forward_peak_bytes(arch, max_num_batched_tokens, tensor_parallel_size)
-    return max(forward, profile_sampler_bytes(arch, max_num_batched_tokens, max_num_seqs, vllm_version))
+    sampler = profile_sampler_bytes(arch, max_num_batched_tokens, max_num_seqs, vllm_version)
+    return max(forward, sampler) + VS.sampler_state_bytes(vllm_version, max_num_seqs, arch.vocab_size)
 
 
 def profile_sampler_bytes(arch: ModelArch, max_num_batched_tokens: int, max_num_seqs: int, vllm_version: str | None) -> int:

@@ -3,26 +3,40 @@
 ``profile_run`` (vllm/v1/worker/gpu_model_runner.py) runs a dummy forward of
 ``max_num_batched_tokens`` tokens spread over R = min(max_num_seqs, max_num_batched_tokens)
 dummy requests, then ``_dummy_sampler_run`` on the last hidden state of each request: the
-lm_head gives bf16 logits [R, V] and the sampler runs with temperature 0.5, top_p 0.9 and
-top_k = V − 1 (so top-k/top-p filtering runs), no penalties and no logprobs. The torch peak
-of the whole profile is vLLM's "peak activation" (gpu_worker.py
-``determine_available_memory``). The count below is which [R, V] tensors are alive at the
-same time at the sampler's peak, read from the source of each version; a Python local keeps
-its tensor alive until its function returns, in-place ops allocate nothing.
+lm_head gives bf16 logits [R, V]. The torch peak of the whole profile is vLLM's "peak
+activation" (gpu_worker.py ``determine_available_memory``). The count below is which [R, V]
+tensors are alive at the same time at the sampler's peak, read from the source of each
+version; a Python local keeps its tensor alive until its function returns, in-place ops
+allocate nothing. Four rules (CUDA):
 
-Versions read (wheels from PyPI): 0.8.5, 0.9.0, 0.9.2, 0.10.0, 0.10.2, 0.11.0, 0.12.0, 0.13.0,
-0.15.0, 0.16.0, 0.17.0, 0.19.0, 0.20.0, 0.21.0, 0.23.0, 0.25.0, 0.27.0, 0.29.0, 0.31.0, 0.33.0.
+- < 0.17, model runner V1: the dummy request samples with temperature 0.5, top_p 0.9 and
+  top_k = V − 1, and ``apply_top_k_top_p`` sorts the logits: 18 B per logit alive in vLLM plus
+  torch's sort workspace (38 B per logit at >= 128 rows, 50 B at 2-127).
+- 0.17-0.28, model runner V1: the same request; a Triton kernel masks in place (FlashInfer
+  samples first from 0.21): 14 B per logit plus the Triton kernel's cached buffer.
+- 0.29-0.32, model runner V2 (the default for all models from 0.29): one pass with default
+  sampling parameters, no fp32 copy: the bf16 logits only (2 B per logit), plus the sampler's
+  persistent per-request penalty counts.
+- >= 0.33, model runner V2: a second pass with ``SamplingParams.for_sampler_warmup`` (fp32
+  copy, FlashInfer top-k/top-p): 14 B per logit, plus the penalty counts.
 
-Known limitations: CUDA only, vLLM's default install and environment (FlashInfer's sampler is
-opt-in before 0.21: an optional extra in 0.10-0.11, ``VLLM_USE_FLASHINFER_SAMPLER=1`` in
-0.12-0.20; with it, the older releases peak like the newer ones); R < 8 rows take the torch
-sort path in 0.17-0.29 (not modelled); the V0 engine (< 0.8's default) is planned with the
-oldest V1 rule; model runner V2's persistent penalty counts ``output_bin_counts``
-[max_num_seqs, V] int32 (0.33 ``vllm/v1/worker/gpu/sample/penalties.py``) are not counted.
+Versions read (wheels from PyPI): 0.8.5, 0.9.0, 0.9.1, 0.9.2, 0.10.0, 0.10.2, 0.11.0, 0.12.0,
+0.13.0, 0.15.0, 0.16.0, 0.17.0, 0.19.0, 0.20.0, 0.21.0, 0.23.0, 0.25.0, 0.27.0, 0.28.0, 0.29.0,
+0.31.0, 0.32.0, 0.33.0.
+
+Known limitations: vLLM's default install and environment (FlashInfer's sampler is opt-in
+before 0.21: an optional extra in 0.10-0.11, ``VLLM_USE_FLASHINFER_SAMPLER=1`` in 0.12-0.20;
+with it those releases peak at 14 B per logit); R < 8 rows take the torch sort path in
+0.17-0.28; model runner V2 for the few architectures that used it by default in 0.23-0.28
+(Llama, Mistral, Qwen3 in 0.23) is planned as V1; the V0 engine (< 0.8's default) is planned
+with the oldest V1 rule. Model runner V2 before 0.33 profiles less than real sampling with
+top-k/top-p uses ("the sampler may skip top_k, top_p, and logprobs", 0.29-0.32
+``_dummy_sampler_run``); the plan follows the profile, as vLLM's budget does.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from . import constants as C
@@ -33,9 +47,18 @@ TRITON_TOP_K_TOP_P_FROM = (0, 17)
 does not, for R >= 8)."""
 
 KEEPS_FORWARD_OUTPUT_FROM = (0, 9, 2)
-"""First release read whose ``profile_run`` keeps the forward's whole hidden states
+"""First release whose ``profile_run`` keeps the forward's whole hidden states
 (``hidden_states, last_hidden_states = self._dummy_run(...)``) while the sampler runs; 0.9.0
-returns only the gathered last rows from ``_dummy_run``."""
+and 0.9.1 return only the gathered last rows from ``_dummy_run``."""
+
+MODEL_RUNNER_V2_FROM = (0, 29)
+"""First release whose default for every model is model runner V2 (vllm/v1/worker/gpu/
+model_runner.py); ``VllmConfig.use_v2_model_runner`` in 0.28 still defaults to V2 only for
+``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``."""
+
+SAMPLER_WARMUP_PASS_FROM = (0, 33)
+"""First release whose model runner V2 ``_dummy_sampler_run`` runs a second pass with
+``SamplingParams.for_sampler_warmup()`` (0.32 runs only the default pass)."""
 
 
 def vllm_release(version: str | None) -> tuple[int, ...] | None:
@@ -86,13 +109,42 @@ def retained_forward_output_bytes(vllm_version: str | None, max_num_batched_toke
     return max_num_batched_tokens * hidden_size * C.BF16_BYTES
 
 
-def sampler_peak_bytes(vllm_version: str | None, num_rows: int, vocab_size: int) -> int:
-    """Torch peak of ``_dummy_sampler_run`` over [num_rows, vocab_size] logits.
-    Before 0.17: the sort in ``apply_top_k_top_p`` (18 B per logit alive + torch's sort
-    workspace: 38 B per logit at >= 128 rows, 50 B at 2-127 rows). From 0.17: 14 B per logit
-    + the Triton top-k/top-p buffer. Source: see constants.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT and
-    VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON."""
-    logits = num_rows * vocab_size
+def sampler_live_bytes_per_logit(vllm_version: str | None) -> int:
+    """Bytes per logit alive in vLLM's own code at the sampler's peak (the rule of the
+    version; see the module docstring and the VLLM_SAMPLER_* constants)."""
+    if at_least(vllm_version, SAMPLER_WARMUP_PASS_FROM):
+        return C.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON
+    if at_least(vllm_version, MODEL_RUNNER_V2_FROM):
+        return C.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_V2_DEFAULT_PASS
     if at_least(vllm_version, TRITON_TOP_K_TOP_P_FROM):
-        return logits * C.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON + triton_top_k_top_p_buffer_bytes(num_rows, vocab_size)
-    return logits * C.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT + torch_sort_workspace_bytes(num_rows, vocab_size)
+        return C.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_TRITON
+    return C.VLLM_SAMPLER_LIVE_BYTES_PER_LOGIT_SORT
+
+
+def sampler_workspace_bytes(vllm_version: str | None, num_rows: int, vocab_size: int) -> int:
+    """Memory the sampler's kernels add at its peak: torch's sort workspace before 0.17, the
+    Triton top-k/top-p buffer in 0.17-0.28 (model runner V1), none under model runner V2
+    (FlashInfer samples the warmup pass; the default pass filters nothing)."""
+    if at_least(vllm_version, MODEL_RUNNER_V2_FROM):
+        return 0
+    if at_least(vllm_version, TRITON_TOP_K_TOP_P_FROM):
+        return triton_top_k_top_p_buffer_bytes(num_rows, vocab_size)
+    return torch_sort_workspace_bytes(num_rows, vocab_size)
+
+
+def sampler_peak_bytes(vllm_version: str | None, num_rows: int, vocab_size: int) -> int:
+    """Torch peak of ``_dummy_sampler_run`` over [num_rows, vocab_size] logits: per-logit
+    tensors alive in vLLM plus the kernels' workspace."""
+    return num_rows * vocab_size * sampler_live_bytes_per_logit(vllm_version) + sampler_workspace_bytes(vllm_version, num_rows, vocab_size)
+
+
+def sampler_state_bytes(vllm_version: str | None, max_num_seqs: int, vocab_size: int) -> int:
+    """Model runner V2's persistent penalty statistics, one row per request slot:
+    ``output_bin_counts`` [max_num_seqs, V] int32 and ``prompt_bin_mask``
+    [max_num_seqs, ceil(V / 32)] int32, allocated when the model loads (after the weights are
+    measured). vLLM >= 0.27 counts them in its non-KV memory (``total_consumed``,
+    vllm/utils/mem_utils.py ``memory_profiling``), so the plan counts them with the profile.
+    Source: vllm 0.29-0.33 v1/worker/gpu/sample/penalties.py (``PenaltiesState.__init__``)."""
+    if not at_least(vllm_version, MODEL_RUNNER_V2_FROM):
+        return 0
+    return max_num_seqs * (vocab_size + math.ceil(vocab_size / C.PROMPT_BIN_MASK_TOKENS_PER_WORD)) * C.INT32_BYTES

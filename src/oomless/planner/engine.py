@@ -9,6 +9,7 @@ from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..memory import vllm as V
+from ..memory import vllm_sampler as VS
 from ..spec.run import FinetuneMethod, RunSpec
 from . import vision_terms as VT
 from .memo import Memo, value_key
@@ -47,6 +48,7 @@ def _engine_budget(spec: RunSpec, arch: ModelArch, shape: RunShape) -> V.EngineB
         ro.vllm_version,
     )
     encoder = VT.engine_encoder_bytes(spec, shape, arch)
-    if encoder > budget.activation_bytes:
-        budget = dataclasses.replace(budget, activation_bytes=encoder)
+    state = VS.sampler_state_bytes(ro.vllm_version, shape.vllm_max_num_seqs, arch.vocab_size)
+    if encoder + state > budget.activation_bytes:  # the sampler's persistent state stays through the encoder profile
+        budget = dataclasses.replace(budget, activation_bytes=encoder + state)
     return budget
