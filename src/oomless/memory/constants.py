@@ -56,7 +56,13 @@ VLLM_CUDA_GRAPH_BYTES = 1 * units.GiB
 0.1-1.5 GiB typically; we take 1 GiB, in the upper half, because the pool stays on the GPU
 through sleep and an underestimate crashes the run. vLLM >= 0.21 profiles graphs and counts
 them inside the utilization budget; older versions capture them after sizing the KV cache,
-on top of the budget (`rollout.cuda_graphs_in_budget`)."""
+on top of the budget (`rollout.cuda_graphs_in_budget`). What vLLM captures: 0.10.2 captures
+batch sizes 1, 2, 4 and every multiple of 8 up to min(2 × max_num_seqs, 512), capped at
+max_num_batched_tokens (config/__init__.py, SchedulerConfig.cuda_graph_sizes), as piecewise
+graphs of the torch.compile'd model; the cookbook's 0.10.2 logs show 35 sizes (max_num_seqs
+128) taking 0.23 GiB (Qwen2-0.5B) and 0.29 GiB (Qwen3-4B). The source gives no bytes per
+graph (the shared pool holds the largest size's piece outputs, the driver the graph nodes),
+so the constant is not replaced by a formula."""
 
 VLLM_BLOCK_SIZE = 16
 """vLLM KV-cache block size in tokens (default). Source: vllm/config/cache.py."""
