@@ -124,7 +124,9 @@ def sampler_live_bytes_per_logit(vllm_version: str | None) -> int:
 def sampler_workspace_bytes(vllm_version: str | None, num_rows: int, vocab_size: int) -> int:
     """Memory the sampler's kernels add at its peak: torch's sort workspace before 0.17, the
     Triton top-k/top-p buffer in 0.17-0.28 (model runner V1), none under model runner V2
-    (FlashInfer samples the warmup pass; the default pass filters nothing)."""
+    (FlashInfer samples the warmup pass; the default pass filters nothing). Without FlashInfer
+    (``flashinfer_sampler_supported`` false) V2's warmup pass holds less: bf16 + fp32 logits
+    (6 B per logit) and the Triton buffer, at most 148 rows."""
     if at_least(vllm_version, MODEL_RUNNER_V2_FROM):
         return 0
     if at_least(vllm_version, TRITON_TOP_K_TOP_P_FROM):
