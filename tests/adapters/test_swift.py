@@ -59,7 +59,8 @@ def test_native_seed_reads_to_its_yaml_but_for_ms_swift_facts(name: str, gpu: st
     defaults: max_num_seqs (256 from VllmArguments, but a 3.5+ colocated engine sizes itself
     per device batch × TP × steps_per_generation), no empty_cache before a colocated engine
     wakes (gc_collect_after_offload false before 3.7; it matters only with sleep), and the
-    whole-model weight sync the S1 YAMLs leave at None (the same for LoRA), and the prompt bound."""
+    whole-model weight sync the S1 YAMLs leave at None (the same for LoRA), the prompt bound, and
+    the vLLM release the script's directive names with ms-swift's one-completion requests."""
     native = native_spec(name, gpu).model_dump(mode="json")
     written = load_run(EXAMPLES / "seeds" / f"{name}.yaml").spec.model_dump(mode="json")
     if written["finetune"]["method"] == "lora" and written["rollout"]["weight_sync_batches"] is None:
@@ -70,6 +71,11 @@ def test_native_seed_reads_to_its_yaml_but_for_ms_swift_facts(name: str, gpu: st
     steps = batch["steps_per_generation"] or batch["gradient_accumulation_steps"]
     expected = batch["micro_batch_size"] * rollout["tensor_parallel_size"] * steps if sized else 256
     assert rollout.pop("max_num_seqs") == expected and written["rollout"].pop("max_num_seqs") is None
+    # the release the script's directive names, and ms-swift's one completion per request (RequestConfig(n=1))
+    stated = re.search(r"vllm==([\d.]+)", (NATIVE / f"{name}.sh").read_text())
+    if stated and rollout["engine"] != "hf":
+        assert (rollout.pop("vllm_version"), rollout.pop("samples_per_request")) == (stated.group(1), 1)
+        assert (written["rollout"].pop("vllm_version"), written["rollout"].pop("samples_per_request")) == (None, None)
     # The YAMLs read --max_length as prompt + completion; in GRPO it bounds the prompt alone
     # (ms-swift docs, Command-line-parameters.md), so the script's prompts are one completion longer.
     completion = native["lengths"]["max_completion_tokens"]
@@ -233,7 +239,13 @@ def test_export_then_import_gives_the_same_spec(text: str) -> None:
     spec = imported_spec(text)
     files = export_files(spec)  # raises when the script does not read back to the spec
     assert_flags_known(files["run_grpo.sh"])
-    assert parse_spec(_reimport(files)) == spec
+    back = parse_spec(_reimport(files))
+    if spec.rollout.vllm_version is None and back.rollout.vllm_version is not None:
+        # the script names the vLLM whose CUDA-graph placement the spec has (round_trip.unstated_releases)
+        assert back.rollout.cuda_graphs_in_budget == spec.rollout.cuda_graphs_in_budget
+        back = back.model_copy(update={"rollout": back.rollout.model_copy(update={
+            "vllm_version": None, "samples_per_request": spec.rollout.samples_per_request})})
+    assert back == spec
 
 
 def overlay_files(files: dict[str, str]) -> dict[str, str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import common as C
-from ..round_trip import all_differences, same_spec_dict, value_at
+from ..round_trip import all_differences, same_spec_dict, unstated_releases, value_at
 from . import python_text as PY
 from . import shell_text as SH
 from . import yaml_text as YM
@@ -285,6 +285,7 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
         except InputError as err:
             return ((err.field, f"the patched file does not read back: {err.message}"),), None
     wanted, have = same_spec_dict(new_spec, arch), same_spec_dict(got, arch)
+    unstated_releases(wanted, have)
     if wanted["rollout"].get("max_num_seqs") is None and have["rollout"].get("max_num_seqs") is not None:
         wanted["rollout"]["max_num_seqs"] = planned_max_num_seqs(new_spec)  # None: the size the plan uses
     listed = {field for field, _ in patch.unexpressed}

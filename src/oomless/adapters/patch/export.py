@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import common as C
-from ..round_trip import all_differences, same_spec_dict, value_at
+from ..round_trip import all_differences, same_spec_dict, unstated_releases, value_at
 from . import unexpressed_message, value_text, writer
 
 
@@ -39,6 +39,7 @@ def export_fitted(framework: str, spec: Any, arch: Any, out_dir: Path) -> tuple[
         problems.append((err.field, f"the written files do not read back: {err.message}"))
         return paths, unexpressed_message(framework, tuple(problems))
     wanted, have = same_spec_dict(spec, arch), same_spec_dict(got, arch)
+    unstated_releases(wanted, have)
     listed = {field for field, _ in problems}
     problems += [(f, f"wanted {value_text(value_at(wanted, f))}, the files give {value_text(value_at(have, f))}")
                  for f in all_differences(wanted, have) if f not in listed]

@@ -95,6 +95,10 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
     if rlhf_type not in ("grpo", "ppo"):
         raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo and ppo runs (ms-swift's default is dpo)")
     spec = _spec(run, rollout or documented, hardware, read)
+    if "vllm" in directives and spec["rollout"]["engine"] != "hf":
+        # the release the directive names; ms-swift sends vLLM one completion per request (RequestConfig(n=1),
+        # swift/rlhf_trainers/rollout_mixin.py; the sampler repeats each prompt num_generations times)
+        spec["rollout"].update({"vllm_version": version_text(vllm), "samples_per_request": 1})
     if documented is not None and spec["rollout"]["engine"] == "vllm_separate":
         notes.append(f"--vllm_mode server: planned the vLLM server as the `swift rollout` command the script "
                      f"documents in its comments (line {documented.line}), started in another terminal")

@@ -22,7 +22,7 @@ from . import patch_checks as PC
 from . import ppo as swift_ppo
 from ..common import version_text
 from .. import key_tables as KT
-from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
+from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
 from ..deepspeed_json import deepspeed_config_for, distribution_from_deepspeed
 
 SCRIPT_NAME = "run_grpo.sh"
@@ -59,6 +59,7 @@ def export_files(spec: RunSpec) -> dict[str, str]:
         overlay = {n: t for n, t in files.items() if n != SCRIPT_NAME}
         imported, _, _ = import_text(files[SCRIPT_NAME], Path("."), _hardware_flags(spec), SCRIPT_NAME, overlay)
         wanted, got = same_spec_dict(spec, arch), same_spec_dict(_with_hardware(imported, spec), arch)
+        unstated_releases(wanted, got)
         _resolve_engine_default(wanted, got, spec)
         difference = first_difference(wanted, got)
         if difference is None:
@@ -355,6 +356,15 @@ def _flag_lines(flags: list[tuple[str, Any]]) -> str:
     return " \\\n".join(lines)
 
 
+def _vllm_directive(spec: RunSpec, profile: SF.Profile, vllm: tuple[int, ...]) -> str:
+    """` vllm==X` for the spec's vLLM release, or for the one its CUDA-graph placement needs when
+    the release's default vLLM would place them otherwise; "" when the default says the same."""
+    if spec.rollout.vllm_version:
+        return f" vllm=={spec.rollout.vllm_version}"
+    same = (profile.default_vllm >= SF.VLLM_GRAPHS_IN_BUDGET) == (vllm >= SF.VLLM_GRAPHS_IN_BUDGET)
+    return "" if same else f" vllm=={version_text(vllm)}"
+
+
 def _script(spec: RunSpec, profile: SF.Profile, env: dict[str, str], pre: str, flags: list[tuple[str, Any]]) -> str:
     hw = spec.hardware
     vllm = SF.VLLM_GRAPHS_IN_BUDGET if spec.rollout.cuda_graphs_in_budget else VLLM_BEFORE_GRAPHS_IN_BUDGET
@@ -372,7 +382,7 @@ def _script(spec: RunSpec, profile: SF.Profile, env: dict[str, str], pre: str, f
     algorithm, yours = ("PPO", "--dataset") if spec.algorithm.value == "ppo" else ("GRPO", "--dataset and --reward_funcs")
     head = (f"#!/usr/bin/env bash\n# {algorithm} of {spec.model} with ms-swift, written by `oomless export --to swift`.\n"
             f"# Plan it: {plan}\n# Replace {yours} with yours; the memory settings are "
-            f"the spec's.\n# oomless: ms-swift=={version_text(profile.version)} vllm=={version_text(vllm)}\n"
+            f"the spec's.\n# oomless: ms-swift=={version_text(profile.version)}{_vllm_directive(spec, profile, vllm)}\n"
             "set -euo pipefail\n\n")
     env_lines = "".join(f"{k}={v} \\\n" for k, v in env.items())
     return head + pre + env_lines + "swift rlhf \\\n" + _flag_lines(flags) + "\n"

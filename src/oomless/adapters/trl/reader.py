@@ -23,11 +23,9 @@ Versions: TRL 0.14 … 1.x. Each key is read under the stated release (`# oomles
 without one, TRL 1.16): its default from the generated key tables (GRPOConfig/ModelConfig, else
 TrainingArguments), and the release's batch rule, vLLM placement, colocated-engine sizing and
 log-prob path (`versions.py`, each cited to that release's grpo_trainer.py / grpo_config.py).
-TRL 1.16.0's defaults, for reference: beta 0.0, per_device_train_batch_size 8, num_generations 8,
-max_completion_length 512, gradient_checkpointing true, vllm_mode colocate,
-vllm_gpu_memory_utilization 0.3, colocated max_num_batched_tokens 4096 and max_num_seqs =
-per_device_train_batch_size × TP × steps_per_generation, sleep level 2; ModelConfig dtype
-float32, lora_r 16, lora_alpha 32, lora_dropout 0.05, target modules PEFT's per-family default.
+TRL 1.16.0's defaults (the key tables hold every release's): beta 0.0, per_device_train_batch_size 8,
+num_generations 8, max_completion_length 512, vllm_mode colocate at utilization 0.3, sleep level 2.
+A stated vLLM release reaches `rollout.vllm_version` (`versions.stated_vllm`).
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ from ..common import parse_version, read_directives, read_text, to_bool, to_floa
 from ..deepspeed_json import distribution_from_deepspeed
 from .. import key_tables as KT
 from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT, PPO_NO_MEMORY_EFFECT
-
 from . import trainers as TT
 from . import versions as TV
 from .versions import LATEST, SUPPORTED_VERSIONS
@@ -182,6 +179,8 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
         TT.read_rloo_keys(keys, notes)
     arch = _arch(keys, base)
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
+    if "vllm" in directives:
+        TV.stated_vllm(spec["rollout"], vllm, trl_version)
     if idle_engine is not None and spec["rollout"]["engine"] == "hf":
         idle_engine["cuda_graphs_in_budget"] = vllm >= TL.GRAPHS_IN_BUDGET
         if trl_version >= TV.COLOCATE_BATCHED_TOKENS_FROM:

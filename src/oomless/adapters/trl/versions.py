@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import key_tables as KT
+from ..common import version_text
 
 MIN_VERSION, MAX_VERSION, LATEST = (0, 14), (2,), (1, 16)
 SUPPORTED_VERSIONS = ">=0.14,<2"
@@ -94,3 +95,15 @@ def vllm_placement(version: tuple[int, ...]) -> str:
     if version < ENGINE_ON_VLLM_DEVICE_UNTIL:
         return "device"
     return "server" if version < SERVER_ONLY_UNTIL else "mode"
+
+
+def stated_vllm(rollout: dict[str, Any], vllm: tuple[int, ...], trl_version: tuple[int, ...]) -> None:
+    """The vLLM release a directive names, and the request size TRL sends it: `n=num_generations`
+    to the in-process engine of 0.14 and to a server (0.16+: `vllm_client.generate(..., n=...)`),
+    n=1 to the engine of 0.15 (SamplingParams without n) and every colocated engine (0.18+:
+    "vLLM on each GPU generates only 1"). Source: trl v0.14.0-v0.18.0 grpo_trainer.py."""
+    if rollout["engine"] == "hf":
+        return
+    rollout["vllm_version"] = version_text(vllm)
+    if rollout["engine"] == "vllm_colocate" or (0, 15) <= trl_version < (0, 16):
+        rollout["samples_per_request"] = 1

@@ -16,7 +16,7 @@ from ...errors import InputError
 from ...spec.run import Algorithm, FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from .. import key_tables as KT
 from ..common import cannot_express, fallback_spec, version_text
-from ..round_trip import first_difference, image_tokens, same_spec_dict, value_at
+from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
 from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS, GRAPHS_IN_BUDGET
@@ -43,6 +43,7 @@ def export_files(spec: RunSpec) -> dict[str, str]:
     hardware = spec.hardware.model_dump(exclude_none=True)
     hardware.update({k: imported["hardware"][k] for k in ("gpus_per_node", "num_nodes")})
     wanted, got = same_spec_dict(spec, arch), same_spec_dict({**imported, "hardware": hardware}, arch)
+    unstated_releases(wanted, got)
     difference = first_difference(wanted, got)
     if difference is not None:
         raise InputError(difference, f"{value_at(wanted, difference)!r} cannot be exported to TRL "
@@ -53,8 +54,11 @@ def export_files(spec: RunSpec) -> dict[str, str]:
 def _directive(spec: RunSpec) -> str:
     if spec.algorithm == Algorithm.ppo:
         return PW.directive(spec)
-    vllm = GRAPHS_IN_BUDGET if spec.rollout.cuda_graphs_in_budget else VLLM_BEFORE_GRAPHS_IN_BUDGET
-    return (f"# oomless: trl=={version_text(LATEST)} vllm=={version_text(vllm)} "
+    # the spec's vLLM release where it names one (the reader reads it back as rollout.vllm_version);
+    # else only a release before graphs-in-budget needs naming (the reader's default captures them inside)
+    stated = spec.rollout.vllm_version or (None if spec.rollout.cuda_graphs_in_budget else
+                                           version_text(VLLM_BEFORE_GRAPHS_IN_BUDGET))
+    return (f"# oomless: trl=={version_text(LATEST)} " + (f"vllm=={stated} " if stated else "") +
             f"max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
 
 

@@ -2,7 +2,7 @@
 # GRPO of Qwen/Qwen2.5-1.5B-Instruct with ms-swift, written by `oomless export --to swift`.
 # Plan it: oomless plan --from swift run_grpo.sh --gpu A100-80GB --host-ram 512
 # Replace --dataset and --reward_funcs with yours; the memory settings are the spec's.
-# oomless: ms-swift==4.6 vllm==0.21
+# oomless: ms-swift==4.6
 set -euo pipefail
 
 CUDA_VISIBLE_DEVICES=0,1,2,3 \
