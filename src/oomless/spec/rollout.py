@@ -36,7 +36,8 @@ class Rollout(Frozen):
     vllm_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}([a-z0-9.+-]*)$", max_length=40)] | None = Field(
         None,
         description="vLLM version the framework runs (e.g. 0.7.3): selects version-dependent behaviour, such as the "
-        "V0 engine of 0.7.x keeping every finished n > 1 request (vllm#14353). Default unknown: none applied.",
+        "V0 engine of 0.7.x keeping every finished n > 1 request (vllm#14353) and the start-up profile's sampler. "
+        "Default unknown: the newest release's behaviour (no leak).",
     )
     samples_per_request: Annotated[int, Field(ge=1), INT64] | None = Field(
         None,
