@@ -83,7 +83,7 @@ def test_summary_is_the_median_of_the_rows() -> None:
     summary = RESULTS["summary"]
     assert summary["scored"] == len(scored) >= 8
     assert summary["median_abs_error_pct"] == pytest.approx(
-        statistics.median(abs(r["error_pct"]) for r in scored), abs=0.05)
+        statistics.median(abs(r["error_pct"]) for r in scored), abs=0.1)  # rows and summary are each rounded to 0.1
     assert summary["whole_gpu"]["count"] + summary["engine_terms"]["count"] == len(scored)
 
 
