@@ -43,3 +43,8 @@ def test_singularity_minus_e_is_cleanenv_not_an_environment_value() -> None:
                                   ["python", "train.py"]])
 def test_what_runs_nothing_or_is_no_wrapper_is_left_alone(argv: list[str]) -> None:
     assert unwrap(argv) is None
+
+
+def test_singularity_contain_is_a_flag() -> None:
+    inner, _ = unwrap(["apptainer", "exec", "-c", "--nv", "image.sif", "torchrun", "train.py"])
+    assert inner == ["torchrun", "train.py"]

@@ -1,5 +1,6 @@
-"""Commands around the training command of a launch script: the remote command `ssh` runs, and
-how a refusal names the commands a script does run.
+"""Commands around the training command of a launch script: the remote command `ssh` runs, the
+command inside `sudo` and container runners (`unwrap`), and how a refusal names the commands a
+script does run.
 
 Source: ssh(1), OpenSSH 9.x: `ssh [options] destination [command [argument ...]]`; the command
 words are joined with spaces and run by the remote user's shell; the options listed in
@@ -69,8 +70,8 @@ def unwrap(argv: Sequence[str]) -> tuple[list[str], dict[str, str]] | None:
     if name in ("docker", "podman", "nvidia-docker") and words[:1] == ["run"]:
         return _after_options(words[1:], CONTAINER_OPTIONS_WITH_VALUE, image=True)
     if name in ("singularity", "apptainer") and words[:1] in (["exec"], ["run"]):
-        return _after_options(words[1:], CONTAINER_OPTIONS_WITH_VALUE - CONTAINER_ENV_OPTIONS | {"--env"}, image=True,
-                              env_options=frozenset({"--env"}))
+        singularity = CONTAINER_OPTIONS_WITH_VALUE - {"-e", "-c"} | {"--env"}  # -e --cleanenv, -c --contain: flags
+        return _after_options(words[1:], singularity, image=True, env_options=frozenset({"--env"}))
     return None
 
 
