@@ -52,3 +52,4 @@ def test_a_release_only_the_written_files_name_is_not_a_difference() -> None:
     got = {"rollout": {"vllm_version": "0.8.5", "samples_per_request": 1}}
     unstated_releases(stated, got)
     assert got["rollout"] == {"vllm_version": "0.8.5", "samples_per_request": 1}  # a stated release must read back
+

@@ -6,8 +6,7 @@ Sources: trl 1.16.0 `trl/cli/accelerate_config.py` (`accelerate_config` names an
 `trl/scripts/utils.py` (TrlParser: YAML first, CLI overrides, unconsumed keys go to
 `accelerate launch`), `trl/accelerate_configs/*.yaml`, `trl/scripts/vllm_serve.py`
 (tensor_parallel_size 1, data_parallel_size 1, gpu_memory_utilization 0.9); accelerate
-`accelerate/utils/dataclasses.py` (DeepSpeedPlugin: inline zero_stage and offload devices).
-"""
+`accelerate/utils/dataclasses.py` (DeepSpeedPlugin: inline zero_stage and offload devices)."""
 
 from __future__ import annotations
 
@@ -68,6 +67,7 @@ class Launch:
     script: str = ""
     """What the main command runs: `trl grpo`, `trl rloo`, the training script's path (`ppo.py`),
     `-m module`; "" for a bare YAML (`trainers.trainer_of` names the trainer from it)."""
+    single_process: bool = False  # `python script.py`: no launcher, one process whatever the node has
 
 
 def _cli_values(flags: Mapping[str, list[str]]) -> dict[str, Any]:
@@ -83,6 +83,7 @@ def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
     main = next((c for c in commands if _is_main(c)), None)
     if main is None:
         raise InputError(name, "no `trl grpo`, `trl rloo`, `accelerate launch`, `torchrun` or `python` training command found")
+    main = _as_launcher(main)
     launch_opts, script_args = _split(main)
     script = _script(main, script_args)
     flags = _cli_values(parse_flags(script_args, name))
@@ -110,6 +111,22 @@ def _is_main(cmd: ShellCommand) -> bool:
     head = Path(cmd.argv[0]).name
     return (cmd.argv[:2] in (("trl", "grpo"), ("trl", "rloo")) or (head == "accelerate" and cmd.argv[1:2] == ("launch",))
             or head == "torchrun" or (head.startswith("python") and len(cmd.argv) > 1))
+
+
+LAUNCHER_MODULES = {"torch.distributed.run": ("torchrun",), "torch.distributed.launch": ("torchrun",),
+                    "accelerate.commands.launch": ("accelerate", "launch")}
+"""`python -m MODULE` launchers: torchrun is torch.distributed.run's console script (torch setup.py),
+`accelerate launch` accelerate.commands.launch's."""
+
+
+def _as_launcher(cmd: ShellCommand) -> ShellCommand:
+    """`python -m torch.distributed.run ...` read as `torchrun ...` (and accelerate's likewise)."""
+    import dataclasses
+    if Path(cmd.argv[0]).name.startswith("python") and cmd.argv[1:2] == ("-m",) and len(cmd.argv) > 2:
+        launcher = LAUNCHER_MODULES.get(cmd.argv[2])
+        if launcher is not None:
+            return dataclasses.replace(cmd, argv=(*launcher, *cmd.argv[3:]))
+    return cmd
 
 
 def _split(cmd: ShellCommand) -> tuple[dict[str, Any], list[str]]:
@@ -143,6 +160,8 @@ def _split(cmd: ShellCommand) -> tuple[dict[str, Any], list[str]]:
         i += 1
     if head == "torchrun":
         launch = {"num_processes_per_node": launch.get("nproc_per_node", "1"), "num_machines": launch.get("nnodes", "1")}
+    elif head.startswith("python"):  # the script alone: one process, whatever GPUs the node has
+        launch = {"num_processes": "1", "single_process": "true"}
     return launch, argv[i:]
 
 
@@ -157,6 +176,7 @@ def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: 
                  env: Mapping[str, str], server: ShellCommand | None, script: str = "") -> Launch:
     config = dict(config)
     opts = dict(launch_opts)
+    single = opts.pop("single_process", None) is not None
     for key in list(config):
         if key in LAUNCH_KEYS or key == "accelerate_config":
             opts.setdefault(key, config.pop(key))
@@ -188,7 +208,7 @@ def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: 
         per_node = total // machines
     ignored = [f"accelerate {key}: no effect on memory" for key in opts]
     stated = "num_processes" in accelerate or "num_processes_per_node" in launch_opts or bool(launch_opts)
-    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated, script)
+    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated, script, single)
 
 
 def _section(acc: dict, key: str) -> dict:
@@ -361,9 +381,15 @@ def processes_from_hardware(keys: Keys, launch: Launch, gpus_per_node: int, note
     return dataclasses.replace(launch, processes_per_node=processes)
 
 
-def hardware_section(hw: Any, gpus_per_node: int, nodes: int) -> dict[str, Any]:
-    """The spec's hardware section: the flags, checked against the GPUs and nodes the launch uses."""
-    if hw.gpus_per_node is not None and hw.gpus_per_node != gpus_per_node:
+def hardware_section(hw: Any, gpus_per_node: int, nodes: int, launch: Launch | None = None,
+                     notes: list[str] | None = None) -> dict[str, Any]:
+    """The spec's hardware section: the flags, checked against the GPUs and nodes the launch uses
+    (a `python script.py` launch uses one GPU of a larger node: noted, not refused)."""
+    if launch is not None and launch.single_process and hw.gpus_per_node is not None and hw.gpus_per_node > gpus_per_node:
+        if notes is not None:
+            notes.append(f"`python` runs one training process: planned on {gpus_per_node} of the node's "
+                         f"{hw.gpus_per_node} GPUs (use `accelerate launch` or `torchrun` to train on all of them)")
+    elif hw.gpus_per_node is not None and hw.gpus_per_node != gpus_per_node:
         raise InputError("--gpus-per-node", f"{hw.gpus_per_node}, but the config runs on {gpus_per_node} GPUs per node "
                          "(accelerate num_processes / num_machines, plus vLLM server GPUs)")
     if hw.num_nodes is not None and hw.num_nodes != nodes:

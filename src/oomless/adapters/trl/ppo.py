@@ -114,7 +114,7 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     if finetune["method"] == "full":  # LoRA: the reference forward is the policy's, adapters off
         spec["rollout"]["recompute_old_logprobs"] = False
     spec["lengths"] = _lengths(keys, arch, launch.script, prompt_directive, notes)
-    spec["hardware"] = TL.hardware_section(hardware, processes, nodes)
+    spec["hardware"] = TL.hardware_section(hardware, processes, nodes, launch, notes)
     if spec["kl_beta"] == 0 and finetune["method"] == "full":
         notes.append(f"kl_coef 0: {trainer} still loads the reference policy, which the plan leaves out (kl_beta 0)")
     notes.extend(unplanned_notes(keys, spec, arch, reward_arch))

@@ -267,7 +267,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     vision = prompts.example_vision(launch.script, arch, notes)
     if vision:
         spec["vision"] = vision
-    spec["hardware"] = TL.hardware_section(hardware, gpus, nodes)
+    spec["hardware"] = TL.hardware_section(hardware, gpus, nodes, launch, notes)
     return spec
 
 
