@@ -80,7 +80,10 @@ def test_the_ppo_plan_holds_four_models_and_trains_the_critic(tmp_path: Path) ->
         assert weights.get(f"{model}.weights", 0) > 0, model
     # the 160m reward model is planned as itself, not as the 1.4b policy
     assert weights["reward.weights"] * 4 < weights["policy.weights"]
-    assert {p.name for p in plan.devices[0].phases} >= {"critic_train", "logprob"}
+    # one backward trains both (PolicyAndValueWrapper): the value model's activations in the train phase
+    assert {p.name for p in plan.devices[0].phases} >= {"train", "logprob"} and "critic_train" not in {
+        p.name for p in plan.devices[0].phases}
+    assert next(c.num_bytes for c in train.components if c.name == "critic.activations") > 0
 
 
 def test_ppo_tldr_keeps_prompts_of_512_tokens(tmp_path: Path) -> None:

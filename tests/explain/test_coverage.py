@@ -48,6 +48,12 @@ RARE = {
     "weight-sync-batches-sgd": {"rollout.weight_sync_batches": 4, "optimizer": "sgd", "rollout.sleep_level": 2},
     "host-leak-over-steps": {"rollout.vllm_version": "0.7.3", "batch.num_generations": 8, "schedule.max_steps": 100000,
                              "schedule.save_steps": 50, "hardware.host_ram_gib": 64, "ray.enabled": True},
+    "ppo-wrapped-lora-critic-hf-zero3": {"algorithm": "ppo", "finetune.method": "lora", "critic.lora": True,
+                                         "critic.wrapped_with_actor": True, "rollout.engine": "hf", "rollout.sleep_level": 0,
+                                         "distribution.strategy": "zero3", "batch.num_generations": 1},
+    "vision-frozen-tower-transformers-5": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 1,
+                                           "vision.freeze_tower": True, "transformers_version": "5.2",
+                                           "vision.data_max_pixels": 200_704},
     "vision": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 2, "vision.max_pixels": 1_003_520},
     "vision-trained-tower-eager": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 1,
                                    "vision.freeze_tower": False, "attention": "eager"},
@@ -101,7 +107,8 @@ def test_the_rare_specs_reach_the_rare_components() -> None:
     seen = {e.name for o in RARE.values() for e in explain_plan(plan_of(merged(BASE_SPEC, **o)))}
     for name in ("critic.optimizer_states", "reward.weights", "generate.kv_cache", "offload.actor.optimizer_pinned",
                  "offload.reference.params_pinned", "ulysses.all_to_all", "moved_to_cpu.actor.weights",
-                 "vllm.sleep_weights_pinned", "ray.object_store", "policy.cuda_context", "vision.activations"):
+                 "vllm.sleep_weights_pinned", "ray.object_store", "policy.cuda_context", "vision.activations",
+                 "critic.activations", "generate.gathered_weights"):
         assert name in seen, name
     phases = {c.phase for o in RARE.values() for c in plan_of(merged(BASE_SPEC, **o)).constraints}
     assert "steps" in phases

@@ -135,3 +135,18 @@ def test_a_lora_critic_trains_its_adapters_and_value_head_only() -> None:
     assert lora_critic.models[Role.critic].weights_full == full_critic.models[Role.critic].weights_full
     with pytest.raises(Exception, match="critic.lora"):
         plan_of(merged(PPO, **{"critic.lora": True}))  # full fine-tuning has no adapters to give it
+
+
+def test_a_wrapped_value_model_trains_in_the_policys_backward() -> None:
+    """TRL's PolicyAndValueWrapper: one backward of pg_loss + vf_coef * vf_loss, so there is no
+    critic_train phase; the train phase holds the value model's activations and both gradients."""
+    hf = merged(PPO, **{"rollout.engine": "hf", "rollout.sleep_level": 0})
+    apart, joint = plan_of(hf), plan_of(merged(hf, **{"critic.wrapped_with_actor": True}))
+    names = [p.name for p in joint.devices[0].phases]
+    assert "critic_train" not in names and "train" in names
+    critic_held = component(apart, "critic_train", "activations")
+    assert critic_held > 0 and component(joint, "train", "critic.activations") == critic_held
+    assert component(joint, "train", "critic.grads") == joint.models[Role.critic].grads
+    assert component(joint, "train", "policy.grads") == joint.models[Role.actor].grads
+    peak = {p.name: p.peak_bytes for p in joint.devices[0].phases}["train"]
+    assert peak > {p.name: p.peak_bytes for p in apart.devices[0].phases}["train"]

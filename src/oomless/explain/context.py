@@ -50,6 +50,8 @@ class Ctx:
 
     def state_args(self) -> tuple[tuple[Role, ...], tuple[Role, ...]]:
         """(active, grads_of) the planner passed to `GroupPlanner.states` in this phase."""
+        if self.phase == "train" and self.planner is not None and self.planner.trains_jointly():
+            return (Role.actor, Role.critic), (Role.actor, Role.critic)
         if self.phase in ("train", "critic_train", "optimizer") and self.role is not None:
             return (self.role,), (self.role,)
         if self.role is not None:

@@ -7,6 +7,8 @@ plan holds (`RunShape.train_batch`, `logprob_batch`): b rows of s tokens, c logi
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..memory import activation_attention as AA
 from ..memory import activations as A
 from ..memory import constants as C
@@ -71,6 +73,15 @@ def activations(ctx: Ctx, name: str) -> Formula:
        "checked against `oomless trace`", code_ref(A.training_saved_activation_bytes))
 
 
+@gpu(r"critic\.activations")
+def critic_activations(ctx: Ctx, name: str) -> Formula:
+    """The value model's saved activations, held through the policy's backward in one joint
+    phase (`GroupPlanner.joint_train`)."""
+    held = activations(dataclasses.replace(ctx, role=Role.critic, phase="critic_train"), name)
+    return Formula(held.expression, held.inputs, held.source + "; held through the policy's backward: TRL "
+                   "PolicyAndValueWrapper, one backward of pg_loss + vf_coef * vf_loss", code_ref(GP.GroupPlanner.joint_train))
+
+
 @gpu(r"attention_mask")
 def attention_mask(ctx: Ctx, name: str) -> Formula:
     b, s = _bs(ctx)
@@ -110,12 +121,14 @@ def vision_activations(ctx: Ctx, name: str) -> Formula:
     images = mb.num_sequences * ctx.shape.lengths.images_per_prompt
     patches = VT.patches_per_image(spec, arch, ctx.shape.lengths.image_pixels)
     forward = _tower_forward_peak(ctx, arch, images, patches)
-    if not (_training(ctx) and VT.tower_trains(spec)):
+    hooked = VT.frozen_tower_keeps_activations(spec)
+    if not (_training(ctx) and (VT.tower_trains(spec) or hooked)):
         return forward
     v, checkpointing = arch.vision, VT.tower_checkpointing(spec, arch)
     saved = VZ.vision_training_saved_bytes(v, patches, images, spec.attention, checkpointing, dense_mask=spec.vision.dense_attention_mask)
+    who = f"the frozen tower's, hooked by transformers {spec.transformers_version}'s checkpointing" if hooked else "the trained tower's"
     return Formula("max(saved + merger, forward_peak)", (
-        fn_input("saved", saved, VZ.vision_training_saved_bytes, f"the trained tower's saved activations (checkpointing {checkpointing})"),
+        fn_input("saved", saved, VZ.vision_training_saved_bytes, f"{who} saved activations (checkpointing {checkpointing})"),
         fn_input("merger", VZ.merger_saved_bytes(v, patches, images), VZ.merger_saved_bytes, "the projector's saved activations"),
         Input("forward_peak", forward.value, "the tower's no-grad forward peak (it runs the same forward)", formula=forward),
     ), f"{VISION_SOURCE}; {doc_source(VT.training_bytes)}", code_ref(VT.training_bytes))

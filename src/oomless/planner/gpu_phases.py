@@ -1,6 +1,7 @@
 """Phase-by-phase GPU memory of one GPU of each placement group.
 
-A step goes load → rollout → logprob → critic_train (PPO) → train → optimizer → weight_sync
+A step goes load → rollout → logprob → critic_train (PPO; one joint train phase when the value
+model is wrapped with the policy) → train → optimizer → weight_sync
 (TRL `GRPOTrainer._generate_and_score_completions`, ms-swift `rollout_mixin`, verl and OpenRLHF
 `fit`). Each phase is the set of components resident at its peak; the terms come from
 `oomless.memory` and `planner.roles`, and this module only decides which are resident when.
@@ -355,6 +356,21 @@ class GroupPlanner:
         comps = self.overheads() + self.states(name, active=(role,), grads_of=(role,)) + self.engine_residue()
         return name, _finish(comps + self.training_work(role))
 
+    def joint_train(self) -> Phase:
+        """Policy and value model trained by one backward (`critic.wrapped_with_actor`): TRL's
+        PolicyAndValueWrapper runs the value model, then the policy, in one forward, and
+        `accelerator.backward(pg_loss + vf_coef * vf_loss)` goes through the policy first, while
+        the value model's saved activations are still held; both models' gradients come to exist.
+        Source: trl v0.17.0 trainer/ppo_trainer.py (`PolicyAndValueWrapper.forward`, `train`:
+        `output, vpred_temp = forward(model, ...)`, `loss = pg_loss + args.vf_coef * vf_loss`)."""
+        roles = (Role.actor, Role.critic)
+        held = sum(c.num_bytes for c in self.training_work(Role.critic) if c.category == Category.ACT)
+        comps = self.overheads() + self.states("train", active=roles, grads_of=roles) + self.engine_residue()
+        return "train", _finish(comps + self.training_work(Role.actor) + [_c("critic.activations", Category.ACT, held)])
+
+    def trains_jointly(self) -> bool:
+        return self.spec.critic.wrapped_with_actor and Role.critic in self.models and Role.actor in self.models
+
     def optimizer(self) -> Phase | None:
         candidates = []
         for role, m in self.models.items():
@@ -396,10 +412,13 @@ class GroupPlanner:
         if self.has_engine or Role.actor in self.models:
             out.append(self.rollout())
         out.append(self.logprob())
-        if Role.critic in self.models:
-            out.append(self.train(Role.critic))
-        if Role.actor in self.models:
-            out.append(self.train(Role.actor))
+        if self.trains_jointly():
+            out.append(self.joint_train())
+        else:
+            if Role.critic in self.models:
+                out.append(self.train(Role.critic))
+            if Role.actor in self.models:
+                out.append(self.train(Role.actor))
         out += [self.optimizer(), self.weight_sync()]
         return [p for p in out if p is not None]
 

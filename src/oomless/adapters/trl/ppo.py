@@ -142,8 +142,6 @@ def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arc
                    "more per GPU (whole models; ZeRO-3 shards them)")
     if rloo:
         return out
-    out.append("TRL PPO trains the value model in the policy's backward (PolicyAndValueWrapper): both models' "
-               "activations and gradients coexist, planned as separate train and critic_train phases")
     if spec["distribution"]["strategy"] == "fsdp":
         out.append("FSDP: PPOTrainer moves the reference and reward models whole onto every GPU (`.to(device)`; "
                    "prepare_deepspeed only under DeepSpeed), planned sharded")
