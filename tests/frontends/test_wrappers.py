@@ -48,3 +48,28 @@ def test_what_runs_nothing_or_is_no_wrapper_is_left_alone(argv: list[str]) -> No
 def test_singularity_contain_is_a_flag() -> None:
     inner, _ = unwrap(["apptainer", "exec", "-c", "--nv", "image.sif", "torchrun", "train.py"])
     assert inner == ["torchrun", "train.py"]
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oomless.frontends.commented import commented_commands
+
+WORDS = st.sampled_from(["sudo", "-E", "-u", "docker", "compose", "run", "--rm", "-e", "A=1", "--env", "img", "exec",
+                         "singularity", "apptainer", "-c", "--", "torchrun", "python", "-m", "x.py", "="])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(WORDS, max_size=12))
+def test_unwrap_never_raises_and_only_shortens(argv: list[str]) -> None:
+    found = unwrap(argv)
+    if found is not None:
+        inner, env = found
+        assert inner and len(inner) < len(argv) and all(isinstance(v, str) for v in env.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("# \\\n'\"$(){}`;&|abc=-")), max_size=200))
+def test_commented_commands_never_raise(text: str) -> None:
+    for command in commented_commands(text, "fuzz.sh"):
+        assert command.argv and command.line >= 1
