@@ -4,7 +4,10 @@ command inside is the one planned, and the `-e KEY=value` the container gets rea
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from oomless.frontends.commented import commented_commands
 from oomless.frontends.launchers import unwrap
 from oomless.frontends.shell import parse_shell
 
@@ -49,11 +52,6 @@ def test_singularity_contain_is_a_flag() -> None:
     inner, _ = unwrap(["apptainer", "exec", "-c", "--nv", "image.sif", "torchrun", "train.py"])
     assert inner == ["torchrun", "train.py"]
 
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from oomless.frontends.commented import commented_commands
 
 WORDS = st.sampled_from(["sudo", "-E", "-u", "docker", "compose", "run", "--rm", "-e", "A=1", "--env", "img", "exec",
                          "singularity", "apptainer", "-c", "--", "torchrun", "python", "-m", "x.py", "="])
