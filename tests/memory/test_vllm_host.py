@@ -59,8 +59,18 @@ def test_per_tensor_offload_rounds_each_tensor() -> None:
 
 
 def test_ray_object_store_cap() -> None:
-    assert H.ray_object_store_bytes(100 * GB, 0.3) == 30 * GB
-    assert H.ray_object_store_bytes(1000 * GB, 0.3) == 200 * GB
+    assert H.ray_object_store_cap_bytes(100 * GB, 0.3) == 30 * GB
+    assert H.ray_object_store_cap_bytes(1000 * GB, 0.3) == 200 * GB
+
+
+def test_ray_object_store_holds_the_steps_batch_twice_within_its_cap() -> None:
+    """Pages count once objects fill them (no MAP_POPULATE by default): a call's arguments and
+    results, not the store's size."""
+    batch = H.ray_step_batch_bytes(sequences=2560, sequence_tokens=4096, response_tokens=2048, position_rows=3,
+                                   prompts=512, pixel_bytes_per_prompt=6_000_000)
+    assert batch == 2560 * (4096 * (24 + 16) + 2048 * 40) + 512 * 6_000_000
+    assert H.ray_object_store_bytes(1000 * GB, 0.3, batch) == 2 * batch
+    assert H.ray_object_store_bytes(10 * GB, 0.3, batch) == 3 * GB  # the cap still bounds it
 
 
 def test_loading_with_sharded_init_streams_one_file() -> None:

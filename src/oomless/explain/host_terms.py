@@ -30,7 +30,10 @@ def _per_rank_times_ranks(ctx: Ctx, role: Role, per_rank: Input, source: str, co
 @host(r"ray\.object_store")
 def ray_object_store(ctx: Ctx, name: str) -> Formula:
     ram = gib_to_bytes(ctx.spec.hardware.host_ram_gib)
-    return Formula("min(floor(ram * fraction), RAY_OBJECT_STORE_CAP_BYTES)", (
+    batch = HP.ray_step_batch(ctx.spec, ctx.shape, ctx.plan.arch)
+    return Formula("min(RAY_LIVE_BATCH_COPIES * step_batch, min(floor(ram * fraction), RAY_OBJECT_STORE_CAP_BYTES))", (
+        constant(C, "RAY_LIVE_BATCH_COPIES"),
+        fn_input("step_batch", batch, H.ray_step_batch_bytes, "the step's batch a single controller passes between workers"),
         Input("ram", ram, "host RAM per node (hardware.host_ram_gib)"), Input("fraction", ctx.spec.ray.object_store_fraction, "ray.object_store_fraction"),
         constant(C, "RAY_OBJECT_STORE_CAP_BYTES"),
     ), doc_source(H.ray_object_store_bytes), code_ref(H.ray_object_store_bytes))

@@ -141,6 +141,24 @@ RAY_OBJECT_STORE_CAP_BYTES = 200 * units.GB
 """Ray caps the default object store at 200 GB (ray_constants.py
 DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES)."""
 
+RAY_LIVE_BATCH_COPIES = 2
+"""A worker-group call's arguments and its results live in the object store together until the
+caller has them: verl/EasyR1's single controller passes the step's DataProto as `.remote()`
+arguments and `ray.get`s the returned DataProto (verl single_controller/ray/base.py), and Ray
+stores arguments and returns above `max_direct_call_object_size` (100 KiB) in plasma."""
+
+DATAPROTO_SEQUENCE_BYTES_PER_TOKEN = 3 * INT64_BYTES
+"""input_ids, attention_mask, position_ids (int64) over prompt + response: verl
+trainer/ppo/ray_trainer.py and EasyR1's fork (the batch a step passes between workers)."""
+
+DATAPROTO_RESPONSE_BYTES_PER_TOKEN = 2 * INT64_BYTES + 6 * FP32_BYTES
+"""responses and response_mask (int64), old_log_probs, ref_log_prob, token_level_scores,
+token_level_rewards, advantages and returns (fp32) over the response (same source)."""
+
+MROPE_EXTRA_POSITION_ROWS = 2
+"""Qwen2/2.5-VL's position_ids are [3, seq] (temporal, height, width: mrope): two rows more
+than a text model's (verl/EasyR1 `get_rope_index` for Qwen2-VL processors)."""
+
 HF_CHECKPOINT_SHARD_BYTES = 5 * units.GB
 """transformers `save_pretrained(max_shard_size="5GB")` default: the largest checkpoint file
 a rank loads at once under sharded initialisation."""

@@ -18,8 +18,10 @@ Terms:
   ``offload_to_cpu`` and ``rank0_only``), plus each rank's optimizer partition serialised by
   ``torch.save`` through host memory unless only the model is saved.
 
-Not modelled as growth, with the reason: the Ray object store is planned at its cap already
-(``memory.host.ray_object_store_bytes``); PyTorch's pinned-host cache keeps one block per
+Not modelled as growth, with the reason: the Ray object store keeps its high-water pages (freed
+chunks are reused, not returned), which the plan holds from the first step on at the worst
+step's batch (``memory.host.ray_object_store_bytes``; a framework that leaks object references
+would grow it up to its size, which no source we read shows); PyTorch's pinned-host cache keeps one block per
 power-of-two size class, so offloads of varying sizes reach a plateau that the plan's
 power-of-two rounding already bounds (``memory.pinned``); allocator fragmentation is a GPU term
 of the plan (``allocator_fragmentation``).

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
+from ..catalog.models import ModelArch
 from ..memory import constants as C
+from ..memory import growth as G
 from ..memory import host as H
 from ..memory import params as P
 from ..memory import pinned as PIN
@@ -21,7 +23,10 @@ from ..memory.components import Category, Component
 from ..spec.run import Role, RolloutEngine, RunSpec, Strategy
 from ..units import gib_to_bytes
 from .memo import Memo, value_key
+from . import timeline as TL
+from . import vision_terms as VTR
 from .roles import Group, RoleModel
+from .shape import RunShape
 
 Phase = tuple[str, tuple[Component, ...]]
 
@@ -41,11 +46,32 @@ def _ranks(groups: tuple[Group, ...], role: Role) -> int:
     return sum(g.gpus_per_node for g in groups if role in g.roles)
 
 
-def _ray(spec: RunSpec) -> list[Component]:
+MROPE_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+"""Vision-language families whose position_ids carry three rows (mrope)."""
+
+
+def ray_step_batch(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
+    """The step's batch a Ray single controller passes between workers on one node
+    (`memory.host.ray_step_batch_bytes`): every sequence the node's ranks generate at the
+    planned length, and each prompt's images at the worst size the limits allow."""
+    sequences = shape.generation_sequences_per_gpu * TL.train_gpus_per_node(spec)
+    prompts = max(1, sequences // spec.batch.num_generations)
+    v = arch.vision
+    rows = 1 + (C.MROPE_EXTRA_POSITION_ROWS if v is not None and v.model_type in MROPE_TOWERS else 0)
+    pixels = 0
+    if VTR.has_images(spec, arch):
+        assert v is not None
+        per_image = G.pixel_value_bytes_per_image(VTR.patches_per_image(spec, arch), v.patch_size, v.temporal_patch_size,
+                                                  v.in_chans)
+        pixels = spec.vision.images_per_prompt * per_image
+    return H.ray_step_batch_bytes(sequences, shape.seq_len, spec.lengths.max_completion_tokens, rows, prompts, pixels)
+
+
+def _ray(spec: RunSpec, step_batch: int) -> list[Component]:
     if not spec.ray.enabled or spec.hardware.host_ram_gib is None:
         return []
     ram = gib_to_bytes(spec.hardware.host_ram_gib)
-    return [_c("ray.object_store", H.ray_object_store_bytes(ram, spec.ray.object_store_fraction))]
+    return [_c("ray.object_store", H.ray_object_store_bytes(ram, spec.ray.object_store_fraction, step_batch))]
 
 
 def _state_buffers(spec: RunSpec, m: RoleModel) -> list[int]:
@@ -154,24 +180,25 @@ def _loading(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleMo
 _HOST_PHASES = Memo()
 
 
-def host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], budget: V.EngineBudget) -> list[Phase]:
+def host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], budget: V.EngineBudget,
+                step_batch: int = 0) -> list[Phase]:
     """Host RAM of the node in load, rollout and train (computed once per distinct input: the
-    spec fields read here, the groups and the models; `planner.memo`)."""
+    spec fields read here, the groups, the models and the step's batch bytes; `planner.memo`)."""
     ro = spec.rollout
     key = (
-        groups, tuple(models.items()), value_key(spec.distribution), value_key(spec.precision),
+        step_batch, groups, tuple(models.items()), value_key(spec.distribution), value_key(spec.precision),
         value_key(spec.finetune), value_key(spec.optimizer), value_key(spec.ray), value_key(spec.hardware.host_ram_gib),
         value_key(spec.placement.offload_idle_models), value_key(ro.engine), value_key(ro.sleep_level),
         value_key(ro.tensor_parallel_size), value_key(ro.offload_model), value_key(ro.offload_optimizer),
     )
-    return list(_HOST_PHASES.get(key, lambda: tuple(_host_phases(spec, groups, models))))
+    return list(_HOST_PHASES.get(key, lambda: tuple(_host_phases(spec, groups, models, step_batch))))
 
 
-def _host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel]) -> list[Phase]:
+def _host_phases(spec: RunSpec, groups: tuple[Group, ...], models: dict[Role, RoleModel], step_batch: int) -> list[Phase]:
     offloaded = _strategy_offload(spec, groups, models) + _reference_offload(spec, groups, models)
-    pinned = offloaded + _sleep_copies(spec, groups, models) + _ray(spec)
+    pinned = offloaded + _sleep_copies(spec, groups, models) + _ray(spec, step_batch)
     phases = [
-        ("load", _loading(spec, groups, models) + offloaded + _ray(spec)),
+        ("load", _loading(spec, groups, models) + offloaded),
         ("rollout", pinned + _moved_to_cpu(spec, groups, models, "rollout")),
         ("train", pinned + _moved_to_cpu(spec, groups, models, "train")),
     ]

@@ -30,7 +30,7 @@ from .defaults import resolve_defaults
 from .engine import engine_budget
 from .batches import DataLengths
 from .gpu_phases import GroupPlanner
-from .host_phases import host_limit_bytes, host_phases
+from .host_phases import host_limit_bytes, host_phases, ray_step_batch
 from .risk import BatchRisk, batch_risk, typical_lengths
 from .roles import Group, RoleModel, placement_groups, role_models
 from .shape import RunShape, limit_lengths, run_shape
@@ -361,7 +361,9 @@ def plan_batch(
     for device in devices:
         constraints += _phase_constraints(device, lazy)
     host_ram = None if spec.hardware.host_ram_gib is None else gib_to_bytes(spec.hardware.host_ram_gib)
-    host = HostMemory(host_ram, host_limit_bytes(spec), tuple(_phase_memory(n, c) for n, c in host_phases(spec, groups, models, budget)))
+    step_batch = ray_step_batch(spec, shape, arch) if spec.ray.enabled else 0
+    host = HostMemory(host_ram, host_limit_bytes(spec),
+                      tuple(_phase_memory(n, c) for n, c in host_phases(spec, groups, models, budget, step_batch)))
     if host.limit_bytes is not None:
         peak = host.peak_phase
         top = peak.largest()
