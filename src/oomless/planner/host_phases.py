@@ -53,7 +53,9 @@ MROPE_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 def ray_step_batch(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
     """The step's batch a Ray single controller passes between workers on one node
     (`memory.host.ray_step_batch_bytes`): every sequence the node's ranks generate at the
-    planned length, and each prompt's images at the worst size the limits allow."""
+    planned length, and each prompt's images at the worst size the limits allow.
+    Assumes: OpenRLHF/ORZ's experience batches (sequences, masks, log-probs, values, rewards
+    passed between Ray actors) are of the same order; read from verl/EasyR1 only."""
     sequences = shape.generation_sequences_per_gpu * TL.train_gpus_per_node(spec)
     prompts = max(1, sequences // spec.batch.num_generations)
     v = arch.vision
