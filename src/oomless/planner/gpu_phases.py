@@ -23,18 +23,16 @@ Residency rules (Assumes:):
 
 from __future__ import annotations
 
-import functools
-
-from ..catalog.models import ModelArch
 from ..memory import activations as A
 from ..memory import constants as C
 from ..memory import logits as L
-from ..memory import params as P
 from ..memory import states as S
 from ..memory import vllm as V
 from ..memory.components import Category, Component
-from ..spec.run import Algorithm, FinetuneMethod, Role, RolloutEngine, RunSpec
+from ..spec.run import FinetuneMethod, Role, RolloutEngine, RunSpec
 from . import vision_terms as VT
+from .gpu_terms import (actor_recomputes_logprobs, generate_gathered_bytes, lora_merge_delta_bytes, lora_per_token,  # noqa: F401
+                        sync_gather_bytes)  # re-exported: explain and trace reach them as GP.*
 from .memo import Memo, value_key
 from .roles import Group, RoleModel
 from .shape import RunShape
@@ -94,15 +92,6 @@ def _merged_with_slack(components: list[Component]) -> tuple[Component, ...]:
     churn = sum(c.num_bytes for c in kept if c.category in (Category.ACT, Category.TEMP))
     slack = _c("allocator_fragmentation", Category.OTHER, churn * C.ALLOCATOR_FRAGMENTATION_FRACTION)
     return tuple(kept + ([slack] if slack.num_bytes else []))
-
-
-def generate_gathered_bytes(spec: RunSpec, models: dict[Role, RoleModel]) -> int:
-    """What ZeRO-3 gathers beyond this GPU's shards while transformers generates: the actor,
-    and the critic when it is one module with it (`critic.wrapped_with_actor`)."""
-    if not S.SHARDING[spec.distribution.strategy].weights:
-        return 0
-    wrapped = [models[Role.critic]] if spec.critic.wrapped_with_actor and Role.critic in models else []
-    return sum(m.weights_full - m.weights for m in (models[Role.actor], *wrapped))
 
 
 class GroupPlanner:
@@ -264,7 +253,7 @@ class GroupPlanner:
         each decode step makes fp32 next-token logits. Source: transformers
         generation/utils.py (`_sample`).
         """
-        m, shape, arch = self.models[Role.actor], self.shape, self.models[Role.actor].arch
+        shape, arch = self.shape, self.models[Role.actor].arch
         seqs = shape.generation_sequences_per_gpu
         gathered = generate_gathered_bytes(self.spec, self.models)
         kv = seqs * shape.seq_len * V.kv_bytes_per_token(arch, 1)
@@ -437,51 +426,3 @@ class GroupPlanner:
             own = [c for c in overheads if c.name.startswith("vllm.") or not self.spec.placement.process_per_role]
             return sum(c.num_bytes for c in own)
         return sum(c.num_bytes for c in overheads) + sum(m.weights + m.persistent for m in self.models.values())
-
-
-def sync_gather_bytes(spec: RunSpec, m: RoleModel) -> int:
-    """Unsharded 16-bit weights alive while the actor's weights go to the engine: the whole
-    model, a 1/N batch of it (ms-swift `move_model_batches`), or one parameter at a time (TRL
-    full fine-tuning: the largest module). LoRA merges need whole batches."""
-    batches = spec.rollout.weight_sync_batches
-    if batches is None and spec.finetune.method == FinetuneMethod.full:
-        return P.num_largest_module_parameters(m.arch) * C.BF16_BYTES
-    unsharded = m.weights_full - m.weights
-    return unsharded // (batches or 1)
-
-
-def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:
-    """Bytes the LoRA branches of one decoder layer save per token (0 for full fine-tuning);
-    a token passes num_experts_per_tok of a layer's routed experts."""
-    ft = spec.finetune
-    if ft.method == FinetuneMethod.full:
-        return 0
-    inputs: list[int] = []
-    for shape in P.decoder_linear_shapes(arch):
-        if S.is_lora_target(shape.name, ft.lora_targets):
-            inputs += [shape.in_features] * (arch.num_experts_per_tok if shape.num_per_layer > 1 else 1)
-    return A.lora_saved_bytes_per_token(inputs, ft.lora_rank, ft.lora_dropout > 0)
-
-
-@functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
-def lora_merge_delta_bytes(arch: ModelArch) -> int:
-    """`merge_adapter` adds ΔW = (B·A)·scaling module by module: two fp32 out×in temporaries
-    (the product and its scaled copy) for the largest module (PEFT keeps adapters in fp32,
-    autocast_adapter_dtype=True). Source: peft/tuners/lora/layer.py (`get_delta_weight`)."""
-    largest = max(s.in_features * s.out_features for s, _ in S.linear_shapes_with_layer_counts(arch))
-    return 2 * largest * C.FP32_BYTES
-
-
-def actor_recomputes_logprobs(spec: RunSpec, shape: RunShape) -> bool:
-    """Whether the actor runs a no-grad log-prob pass over the rollout batch.
-
-    Set explicitly by `rollout.recompute_old_logprobs` (TRL >= 0.22 with vLLM computes old
-    log-probs for its importance-sampling correction even with beta 0 and aligned steps:
-    trl `grpo_trainer.py` `_generate_and_score_completions`, `vllm_importance_sampling_correction`
-    default True, PR #3867); otherwise when the loss needs them: a rollout reused over several
-    optimizer steps (TRL: gradient_accumulation_steps not a multiple of steps_per_generation),
-    PPO, or a LoRA reference (the base with adapters disabled is the actor's module)."""
-    if spec.rollout.recompute_old_logprobs is not None:
-        return spec.rollout.recompute_old_logprobs
-    lora_ref = spec.kl_beta > 0 and spec.finetune.method != FinetuneMethod.full and spec.algorithm != Algorithm.dapo
-    return shape.reuses_rollout or spec.algorithm == Algorithm.ppo or lora_ref
