@@ -39,7 +39,7 @@ def test_a_full_ppo_script_holds_four_models_and_generates_with_hf(reward_dir: s
     assert spec["algorithm"] == "ppo" and spec["kl_beta"] == 0.1
     assert spec["critic"] == {"model": reward_dir, "wrapped_with_actor": True}
     assert spec["reward_model"] == {"model": reward_dir}
-    assert spec["rollout"] == {"engine": "hf", "recompute_old_logprobs": False}
+    assert spec["rollout"] == {"engine": "hf", "keeps_generation_scores": True, "recompute_old_logprobs": False}
     assert spec["batch"] == {"micro_batch_size": 1, "gradient_accumulation_steps": 2, "num_generations": 1,
                              "logprob_micro_batch_size": 2}
     assert spec["lengths"] == {"max_prompt_tokens": 2048, "max_completion_tokens": 512}

@@ -196,14 +196,22 @@ def test_fit_writes_the_ppo_docs_command_back_in_ppo_keys(tmp_path: Path) -> Non
     assert back["algorithm"] == "ppo"
 
 
-def test_notes_size_what_the_spec_cannot_say(tmp_path: Path) -> None:
-    """generate's fp32 scores: rollouts per rank × response_length × vocab × 4 B (hand-derived
-    for pythia-1.4b, vocab 50,304); they grow with response_length."""
-    _, _, notes = ppo(tmp_path, "--response_length 100")
+def _kept_scores(spec: dict) -> int:
+    run = resolve(parse_spec(spec))
+    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    train = next(p for p in plan.devices[0].phases if p.name == "train")
+    return next(c.num_bytes for c in train.components if c.name == "generate.scores")
+
+
+def test_generates_scores_are_planned_and_the_rest_noted(tmp_path: Path) -> None:
+    """generate's fp32 scores, kept through training (`rollout.keeps_generation_scores`): rollouts
+    per rank × response_length × vocab × 4 B (hand-derived for pythia-1.4b, vocab 50,304)."""
+    spec, _, notes = ppo(tmp_path, "--response_length 100")
+    assert spec["rollout"]["keeps_generation_scores"] is True
     scores = 8 * 4 * 100 * 50304 * 4
-    assert any(f"fp32: {scores / 2**30:.2f} GiB" in n for n in notes)
-    _, _, longer = ppo(tmp_path, "--response_length 200")
-    assert any(f"fp32: {2 * scores / 2**30:.2f} GiB" in n for n in longer)
+    assert _kept_scores(spec) == scores
+    longer, _, _ = ppo(tmp_path, "--response_length 200")
+    assert _kept_scores(longer) == 2 * scores
     assert any("loaded in float32" in n for n in notes)
     _, _, bf16 = ppo(tmp_path, "--dtype bfloat16")
     assert not any("loaded in float32" in n for n in bf16)
@@ -262,7 +270,7 @@ def test_the_old_rloo_trainer_reads_like_ppo_without_a_value_model(tmp_path: Pat
     assert any("TRL 0.21" in n for n in notes)  # its keys name the old trainer's release
     assert spec["algorithm"] == "rloo" and "critic" not in spec
     assert spec["model"] == "EleutherAI/pythia-1b-deduped" and spec["reward_model"] == {"model": "EleutherAI/pythia-160m"}
-    assert spec["rollout"] == {"engine": "hf", "recompute_old_logprobs": False}
+    assert spec["rollout"] == {"engine": "hf", "keeps_generation_scores": True, "recompute_old_logprobs": False}
     assert spec["finetune"] == {"method": "full"}  # the example builds no PEFT model
     assert spec["batch"] == {"micro_batch_size": 4, "gradient_accumulation_steps": 2, "num_generations": 4,
                              "steps_per_generation": 4, "logprob_micro_batch_size": 16}  # 4 × 2 × 2 rollouts

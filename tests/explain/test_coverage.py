@@ -50,7 +50,8 @@ RARE = {
                              "schedule.save_steps": 50, "hardware.host_ram_gib": 64, "ray.enabled": True},
     "ppo-wrapped-lora-critic-hf-zero3": {"algorithm": "ppo", "finetune.method": "lora", "critic.lora": True,
                                          "critic.wrapped_with_actor": True, "rollout.engine": "hf", "rollout.sleep_level": 0,
-                                         "distribution.strategy": "zero3", "batch.num_generations": 1},
+                                         "distribution.strategy": "zero3", "batch.num_generations": 1,
+                                         "rollout.keeps_generation_scores": True},
     "vision-frozen-tower-transformers-5": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 1,
                                            "vision.freeze_tower": True, "transformers_version": "5.2",
                                            "vision.data_max_pixels": 200_704},
@@ -108,7 +109,7 @@ def test_the_rare_specs_reach_the_rare_components() -> None:
     for name in ("critic.optimizer_states", "reward.weights", "generate.kv_cache", "offload.actor.optimizer_pinned",
                  "offload.reference.params_pinned", "ulysses.all_to_all", "moved_to_cpu.actor.weights",
                  "vllm.sleep_weights_pinned", "ray.object_store", "policy.cuda_context", "vision.activations",
-                 "critic.activations", "generate.gathered_weights"):
+                 "critic.activations", "generate.gathered_weights", "generate.scores", "generate.scores_padded_copy"):
         assert name in seen, name
     phases = {c.phase for o in RARE.values() for c in plan_of(merged(BASE_SPEC, **o)).constraints}
     assert "steps" in phases

@@ -77,7 +77,8 @@ def _phase_role(planner: GroupPlanner, phase: PhaseMemory) -> Role | None:
         return Role.actor if Role.actor in models else None
     if phase.name == "logprob":
         for r in planner.forward_roles():
-            comps = planner.overheads() + planner.states("logprob", active=(r,)) + planner.engine_residue() + planner.forward_work(r)
+            comps = (planner.overheads() + planner.states("logprob", active=(r,)) + planner.engine_residue()
+                     + planner.forward_work(r) + planner.kept_scores())
             if _finish(comps) == phase.components:
                 return r
         raise AssertionError("no log-prob forward of the planner matches the planned phase")
@@ -87,7 +88,7 @@ def _phase_role(planner: GroupPlanner, phase: PhaseMemory) -> Role | None:
                 continue
             comps = planner.overheads() + planner.states("optimizer", active=(r,), grads_of=(r,)) + planner.engine_residue()
             comps.append(Component("optimizer.fp32_grads", Category.GRAD, m.fp32_grads))
-            if _finish(comps) == phase.components:
+            if _finish(comps + planner.kept_scores()) == phase.components:
                 return r
         raise AssertionError("no optimizer step of the planner matches the planned phase")
     return None

@@ -155,3 +155,14 @@ def generate_activations(ctx: Ctx, name: str) -> Formula:
         fn_input("vision", VT.inference_bytes(spec, shape, arch, seqs), VT.inference_bytes, "vision tower's no-grad forward over the prompts' images"),
         Input("V", arch.vocab_size, "vocabulary"), constant(C, "FP32_BYTES"),
     ), doc_source(GP.GroupPlanner.hf_generate), code_ref(GP.GroupPlanner.hf_generate))
+
+
+@gpu(r"generate\.scores(?:_padded_copy)?")
+def generate_scores(ctx: Ctx, name: str) -> Formula:
+    arch = ctx.model(Role.actor).arch
+    what = ("their padded copy, made at the rollout's end (`batch_generation`'s `pad`)" if name.endswith("copy")
+            else "kept from the rollout to the next one (TRL PPOTrainer's `logitss`)")
+    return Formula("seqs * completion * V * FP32_BYTES", (
+        _sequences(ctx), Input("completion", ctx.shape.completion_len, "completion tokens"),
+        Input("V", arch.vocab_size, "vocabulary"), constant(C, "FP32_BYTES"),
+    ), f"{doc_source(GP.generation_scores_bytes)}; {what}", code_ref(GP.generation_scores_bytes))

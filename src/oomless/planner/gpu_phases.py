@@ -31,8 +31,8 @@ from ..memory import vllm as V
 from ..memory.components import Category, Component
 from ..spec.run import FinetuneMethod, Role, RolloutEngine, RunSpec
 from . import vision_terms as VT
-from .gpu_terms import (actor_recomputes_logprobs, generate_gathered_bytes, lora_merge_delta_bytes, lora_per_token,  # noqa: F401
-                        sync_gather_bytes)  # re-exported: explain and trace reach them as GP.*
+from .gpu_terms import (actor_recomputes_logprobs, generate_gathered_bytes, generation_scores_bytes,  # noqa: F401
+                        lora_merge_delta_bytes, lora_per_token, sync_gather_bytes)  # re-exported: explain and trace reach them as GP.*
 from .memo import Memo, value_key
 from .roles import Group, RoleModel
 from .shape import RunShape
@@ -227,9 +227,23 @@ class GroupPlanner:
         hf = self.spec.rollout.engine == RolloutEngine.hf and Role.actor in self.models
         comps = self.overheads() + self.states("rollout", active=(Role.actor,) if hf else ()) + self.engine_awake()
         if hf:
-            comps += self.hf_generate()
+            comps += self.hf_generate() + self.kept_scores()
+            comps.append(_c("generate.scores_padded_copy", Category.TEMP, self.kept_scores_bytes()))
         comps.append(_c("trainer_cached_blocks", Category.OTHER, self.cached_blocks_at_wake_up()))
         return "rollout", _finish(comps)
+
+    def kept_scores_bytes(self) -> int:
+        spec = self.spec
+        if not spec.rollout.keeps_generation_scores or Role.actor not in self.models:
+            return 0
+        return generation_scores_bytes(self.shape.generation_sequences_per_gpu, self.shape.completion_len,
+                                       self.models[Role.actor].arch.vocab_size)
+
+    def kept_scores(self) -> list[Component]:
+        """generate's scores kept from the rollout to the next one (`rollout.keeps_generation_scores`:
+        TRL PPOTrainer's `logitss`); at the rollout's end `batch_generation` holds them twice (the
+        chunks and their padded copy: `generate.scores_padded_copy`)."""
+        return [_c("generate.scores", Category.ACT, self.kept_scores_bytes())]
 
     def cached_blocks_at_wake_up(self) -> int:
         """Blocks the trainer freed after its last step but PyTorch still caches. A sleeping
@@ -296,7 +310,8 @@ class GroupPlanner:
 
     def logprob(self) -> Phase | None:
         candidates = [
-            _finish(self.overheads() + self.states("logprob", active=(r,)) + self.engine_residue() + self.forward_work(r))
+            _finish(self.overheads() + self.states("logprob", active=(r,)) + self.engine_residue() + self.forward_work(r)
+                    + self.kept_scores())
             for r in self.forward_roles()
         ]
         if not candidates:
@@ -343,7 +358,7 @@ class GroupPlanner:
     def train(self, role: Role) -> Phase:
         name = "train" if role == Role.actor else "critic_train"
         comps = self.overheads() + self.states(name, active=(role,), grads_of=(role,)) + self.engine_residue()
-        return name, _finish(comps + self.training_work(role))
+        return name, _finish(comps + self.training_work(role) + self.kept_scores())
 
     def joint_train(self) -> Phase:
         """Policy and value model trained by one backward (`critic.wrapped_with_actor`): TRL's
@@ -355,7 +370,8 @@ class GroupPlanner:
         roles = (Role.actor, Role.critic)
         held = sum(c.num_bytes for c in self.training_work(Role.critic) if c.category == Category.ACT)
         comps = self.overheads() + self.states("train", active=roles, grads_of=roles) + self.engine_residue()
-        return "train", _finish(comps + self.training_work(Role.actor) + [_c("critic.activations", Category.ACT, held)])
+        return "train", _finish(comps + self.training_work(Role.actor) + [_c("critic.activations", Category.ACT, held)]
+                                + self.kept_scores())
 
     def trains_jointly(self) -> bool:
         return self.spec.critic.wrapped_with_actor and Role.critic in self.models and Role.actor in self.models
@@ -367,7 +383,7 @@ class GroupPlanner:
                 continue
             comps = self.overheads() + self.states("optimizer", active=(role,), grads_of=(role,)) + self.engine_residue()
             comps.append(_c("optimizer.fp32_grads", Category.GRAD, m.fp32_grads))
-            candidates.append(_finish(comps))
+            candidates.append(_finish(comps + self.kept_scores()))
         if not candidates:
             return None
         return "optimizer", max(candidates, key=lambda comps: sum(c.num_bytes for c in comps))

@@ -71,3 +71,12 @@ def actor_recomputes_logprobs(spec: RunSpec, shape: RunShape) -> bool:
         return spec.rollout.recompute_old_logprobs
     lora_ref = spec.kl_beta > 0 and spec.finetune.method != FinetuneMethod.full and spec.algorithm != Algorithm.dapo
     return shape.reuses_rollout or spec.algorithm == Algorithm.ppo or lora_ref
+
+
+def generation_scores_bytes(sequences: int, completion_tokens: int, vocab_size: int) -> int:
+    """generate's per-step fp32 scores, stacked to [sequences, completion, vocab]: what TRL's
+    PPOTrainer keeps as `logitss` from one rollout to the next (`rollout.keeps_generation_scores`).
+    Source: transformers generation/utils.py `_sample` (`output_scores`: next-token scores in fp32),
+    trl v0.17.0 trainer/utils.py `generate` (`torch.stack(output.scores, 1)`) and `batch_generation`
+    (per-chunk scores, then `pad` copies them into one tensor), trainer/ppo_trainer.py `train`."""
+    return sequences * completion_tokens * vocab_size * C.FP32_BYTES

@@ -87,6 +87,12 @@ class Rollout(Frozen):
         "(`vllm_importance_sampling_correction`, default true: trl PR #3867), verl and OpenRLHF (always). "
         "Default: only when the loss needs them (rollout reused over steps, PPO, LoRA reference).",
     )
+    keeps_generation_scores: bool = Field(
+        False,
+        description="transformers generate's fp32 scores [completions, completion tokens, vocab] stay on the GPU "
+        "from the rollout to the next one: TRL's PPOTrainer and its RLOOTrainer before 0.22 (`logitss` of "
+        "`batch_generation`). Needs rollout.engine hf. Default false.",
+    )
     offload_model: bool = Field(False, description="Move training (and reference) weights to CPU during rollout (ms-swift). Default false.")
     offload_optimizer: bool = Field(False, description="Move optimizer states to CPU during rollout (ms-swift). Default false.")
 

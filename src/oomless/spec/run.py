@@ -315,6 +315,8 @@ class RunSpec(_Frozen):
             raise ValueError(
                 f"rollout.tensor_parallel_size={ro.tensor_parallel_size} exceeds rollout.num_gpus={ro.num_gpus}"
             )
+        if ro.keeps_generation_scores and ro.engine != RolloutEngine.hf:
+            raise ValueError("rollout.keeps_generation_scores needs rollout.engine hf (transformers generate's scores)")
         if ro.engine == RolloutEngine.hf and (ro.sleep_level or ro.offload_model or ro.offload_optimizer):
             raise ValueError("rollout.sleep_level/offload_* apply to vllm_colocate, not engine hf")
         if self.critic.wrapped_with_actor and self.algorithm != Algorithm.ppo:

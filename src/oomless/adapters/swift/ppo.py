@@ -49,7 +49,7 @@ def ppo_sections(run: Run, method: str) -> dict[str, Any]:
     critic: dict[str, Any] = {"model": reward[0], "wrapped_with_actor": True}
     if method != "full":
         critic["lora"] = True
-    rollout: dict[str, Any] = {"engine": "hf"}
+    rollout: dict[str, Any] = {"engine": "hf", "keeps_generation_scores": True}  # TRL's `logitss`
     if method == "full":  # generate's scores are the old log-probs; LoRA's reference pass is the policy's
         rollout["recompute_old_logprobs"] = False
     return {"algorithm": "ppo", "critic": critic, "reward_model": {"model": reward[0]},

@@ -110,7 +110,7 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
         launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _rloo_batch(keys) if rloo else _batch(keys)
-    spec["rollout"] = {"engine": "hf"}
+    spec["rollout"] = {"engine": "hf", "keeps_generation_scores": True}  # `logitss`, kept until the next rollout
     if finetune["method"] == "full":  # LoRA: the reference forward is the policy's, adapters off
         spec["rollout"]["recompute_old_logprobs"] = False
     spec["lengths"] = _lengths(keys, arch, launch.script, prompt_directive, notes)
@@ -123,16 +123,11 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
 
 def unplanned_notes(keys: Any, spec: dict[str, Any], arch: ModelArch, reward_arch: ModelArch) -> list[str]:
     """What PPOTrainer holds that the spec cannot say, sized, so the reader knows how far the
-    plan may be low (trl 1.12.0 experimental/ppo/ppo_trainer.py): generate's scores are fp32
-    (transformers 4.56.2 generation/utils.py `_sample`: next_token_logits `.to(dtype=torch.float32)`,
-    `scores += (next_token_scores,)`), stacked per chunk and kept as `logitss` through the PPO
-    epochs; ppo.py loads every model in ModelConfig's dtype (float32 by default)."""
+    plan may be low (trl 1.12.0 experimental/ppo/ppo_trainer.py): ppo.py loads every model in
+    ModelConfig's dtype (float32 by default). (generate's kept fp32 scores are planned:
+    `rollout.keeps_generation_scores`.)"""
     out = []
-    batch, rloo = spec["batch"], spec["algorithm"] == "rloo"
-    rollouts = batch["micro_batch_size"] * (batch.get("steps_per_generation") or batch["gradient_accumulation_steps"])
-    scores = rollouts * spec["lengths"]["max_completion_tokens"] * arch.vocab_size * C.FP32_BYTES
-    out.append(f"TRL {'RLOO' if rloo else 'PPO'} keeps generate's scores ({rollouts} rollouts × response_length × vocab, fp32: "
-               f"{scores / 2**30:.2f} GiB) on the GPU until the next rollout (`logitss` in train()): not planned")
+    rloo = spec["algorithm"] == "rloo"
     dtype = str(keys.values.get("dtype", "float32")) if keys.version >= TT.PPO_EXAMPLES_PASS_MODEL_KWARGS else "float32"
     if dtype == "float32":
         reward = P.num_parameters(reward_arch) - P.num_lm_head_parameters(reward_arch)  # body + 1-wide score head
