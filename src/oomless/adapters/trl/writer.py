@@ -19,7 +19,7 @@ from ..common import cannot_express, fallback_spec, version_text
 from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
-from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS, GRAPHS_IN_BUDGET
+from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS
 from . import ppo_writer as PW
 from . import trainers as TT
 
