@@ -109,7 +109,8 @@ def test_the_rare_specs_reach_the_rare_components() -> None:
     for name in ("critic.optimizer_states", "reward.weights", "generate.kv_cache", "offload.actor.optimizer_pinned",
                  "offload.reference.params_pinned", "ulysses.all_to_all", "moved_to_cpu.actor.weights",
                  "vllm.sleep_weights_pinned", "ray.object_store", "policy.cuda_context", "vision.activations",
-                 "critic.activations", "generate.gathered_weights", "generate.scores", "generate.scores_padded_copy"):
+                 "critic.activations", "generate.gathered_weights", "generate.scores", "generate.scores_padded_copy",
+                 "generate.previous_scores"):
         assert name in seen, name
     phases = {c.phase for o in RARE.values() for c in plan_of(merged(BASE_SPEC, **o)).constraints}
     assert "steps" in phases

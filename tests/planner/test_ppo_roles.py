@@ -150,3 +150,31 @@ def test_a_wrapped_value_model_trains_in_the_policys_backward() -> None:
     assert component(joint, "train", "policy.grads") == joint.models[Role.actor].grads
     peak = {p.name: p.peak_bytes for p in joint.devices[0].phases}["train"]
     assert peak > {p.name: p.peak_bytes for p in apart.devices[0].phases}["train"]
+
+
+def test_a_wrapped_value_model_is_stepped_with_the_policy() -> None:
+    """One optimizer over PolicyAndValueWrapper: its step holds both models' gradients."""
+    hf = merged(PPO, **{"rollout.engine": "hf", "rollout.sleep_level": 0, "distribution.strategy": "zero2"})
+    joint = plan_of(merged(hf, **{"critic.wrapped_with_actor": True}))
+    assert component(joint, "optimizer", "critic.grads") == joint.models[Role.critic].grads > 0
+    assert component(joint, "optimizer", "policy.grads") == joint.models[Role.actor].grads
+    fp32 = joint.models[Role.actor].fp32_grads + joint.models[Role.critic].fp32_grads
+    assert component(joint, "optimizer", "optimizer.fp32_grads") == fp32
+
+
+def test_kept_generation_scores_are_three_copies_at_the_rollouts_end() -> None:
+    """From the second rollout: last rollout's `logitss`, this one's chunks and their padded copy."""
+    hf = merged(PPO, **{"rollout.engine": "hf", "rollout.sleep_level": 0, "rollout.keeps_generation_scores": True})
+    plan = plan_of(hf)
+    kept = component(plan, "train", "generate.scores")
+    assert kept > 0
+    assert component(plan, "rollout", "generate.previous_scores") == component(plan, "rollout", "generate.scores_padded_copy") == kept
+    assert component(plan, "optimizer", "generate.scores") == kept
+
+
+def test_a_lora_value_model_keeps_its_adapter_branches() -> None:
+    """Without checkpointing every layer keeps its LoRA branches' inputs (memory/activations.py)."""
+    lora = merged(PPO, finetune={"method": "lora", "lora_rank": 16}, gradient_checkpointing=False)
+    with_lora = component(plan_of(merged(lora, **{"critic.lora": True})), "critic_train", "activations")
+    without = component(plan_of(lora), "critic_train", "activations")
+    assert with_lora > without

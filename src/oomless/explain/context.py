@@ -50,7 +50,7 @@ class Ctx:
 
     def state_args(self) -> tuple[tuple[Role, ...], tuple[Role, ...]]:
         """(active, grads_of) the planner passed to `GroupPlanner.states` in this phase."""
-        if self.phase == "train" and self.planner is not None and self.planner.trains_jointly():
+        if self.phase in ("train", "optimizer") and self.planner is not None and self.planner.trains_jointly():
             return (Role.actor, Role.critic), (Role.actor, Role.critic)
         if self.phase in ("train", "critic_train", "optimizer") and self.role is not None:
             return (self.role,), (self.role,)
@@ -83,6 +83,8 @@ def _phase_role(planner: GroupPlanner, phase: PhaseMemory) -> Role | None:
                 return r
         raise AssertionError("no log-prob forward of the planner matches the planned phase")
     if phase.name == "optimizer":
+        if planner.trains_jointly():
+            return Role.actor  # policy and value model stepped together (`GroupPlanner.optimizer_roles`)
         for r, m in models.items():
             if not m.trainable:
                 continue

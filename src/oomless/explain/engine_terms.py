@@ -157,10 +157,11 @@ def generate_activations(ctx: Ctx, name: str) -> Formula:
     ), doc_source(GP.GroupPlanner.hf_generate), code_ref(GP.GroupPlanner.hf_generate))
 
 
-@gpu(r"generate\.scores(?:_padded_copy)?")
+@gpu(r"generate\.(?:previous_)?scores(?:_padded_copy)?")
 def generate_scores(ctx: Ctx, name: str) -> Formula:
     arch = ctx.model(Role.actor).arch
     what = ("their padded copy, made at the rollout's end (`batch_generation`'s `pad`)" if name.endswith("copy")
+            else "the last rollout's, alive until `logitss` is reassigned" if "previous" in name
             else "kept from the rollout to the next one (TRL PPOTrainer's `logitss`)")
     return Formula("seqs * completion * V * FP32_BYTES", (
         _sequences(ctx), Input("completion", ctx.shape.completion_len, "completion tokens"),

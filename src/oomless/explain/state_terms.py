@@ -8,6 +8,8 @@ nodes). ZeRO paper: Rajbhandari et al. 2020 (arXiv 1910.02054) §3.1 (2Ψ + 2Ψ 
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
@@ -175,6 +177,16 @@ def gathered_params(ctx: Ctx, name: str) -> Formula:
 
 @gpu(r"optimizer\.fp32_grads")
 def fp32_grads(ctx: Ctx, name: str) -> Formula:
+    if ctx.planner is not None and ctx.planner.trains_jointly():  # one optimizer over policy and value model
+        parts = [_fp32_grads_of(dataclasses.replace(ctx, role=r)) for r in (Role.actor, Role.critic)]
+        return Formula("policy + critic", (
+            Input("policy", parts[0].value, "the policy's fp32 gradient partition", formula=parts[0]),
+            Input("critic", parts[1].value, "the value model's, stepped by the same optimizer", formula=parts[1]),
+        ), parts[0].source + "; trl ppo_trainer.py: one optimizer over PolicyAndValueWrapper", parts[0].code)
+    return _fp32_grads_of(ctx)
+
+
+def _fp32_grads_of(ctx: Ctx) -> Formula:
     assert ctx.role is not None
     m, dist = ctx.model(ctx.role), ctx.spec.distribution
     inputs = (_psi_t(m), constant(C, "FP32_BYTES"), _shards(m))

@@ -34,7 +34,9 @@ def _batch(ctx: Ctx) -> MicroBatch:
 
 
 def _lora(ctx: Ctx) -> int:
-    return GP.lora_per_token(ctx.spec, ctx.model(Role.actor).arch) if ctx.role == Role.actor else 0
+    if ctx.role == Role.actor or (ctx.role == Role.critic and ctx.spec.critic.lora):
+        return GP.lora_per_token(ctx.spec, ctx.model(ctx.role).arch)
+    return 0
 
 
 def _bs(ctx: Ctx) -> tuple[Input, Input]:

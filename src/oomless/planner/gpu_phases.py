@@ -229,6 +229,9 @@ class GroupPlanner:
         if hf:
             comps += self.hf_generate() + self.kept_scores()
             comps.append(_c("generate.scores_padded_copy", Category.TEMP, self.kept_scores_bytes()))
+            # the last rollout's scores are only released when `logitss` is reassigned, after
+            # batch_generation returns (trl v0.17.0 ppo_trainer.py: `del (...)` does not list it)
+            comps.append(_c("generate.previous_scores", Category.ACT, self.kept_scores_bytes()))
         comps.append(_c("trainer_cached_blocks", Category.OTHER, self.cached_blocks_at_wake_up()))
         return "rollout", _finish(comps)
 
@@ -332,7 +335,7 @@ class GroupPlanner:
         spec, shape, m, mb = self.spec, self.shape, self.models[role], self.shape.train_batch
         gc, attn, arch = spec.gradient_checkpointing, spec.attention, m.arch
         rows, row_len, sp = mb.num_rows, mb.row_len, mb.sequence_parallel_size
-        lora = lora_per_token(spec, arch) if role == Role.actor else 0
+        lora = lora_per_token(spec, arch) if role == Role.actor or (role == Role.critic and spec.critic.lora) else 0
         comps = [
             _c("zero.gathered_params", Category.PARAM, m.gathered),
             _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, rows, row_len, lora, sp)),
@@ -376,13 +379,19 @@ class GroupPlanner:
     def trains_jointly(self) -> bool:
         return self.spec.critic.wrapped_with_actor and Role.critic in self.models and Role.actor in self.models
 
+    def optimizer_roles(self) -> list[tuple[Role, ...]]:
+        """Models stepped together: the policy and a value model wrapped with it share one
+        optimizer (TRL PPOTrainer builds it over PolicyAndValueWrapper), else one at a time."""
+        trainable = tuple(r for r, m in self.models.items() if m.trainable)
+        if self.trains_jointly():
+            return [trainable]
+        return [(r,) for r in trainable]
+
     def optimizer(self) -> Phase | None:
         candidates = []
-        for role, m in self.models.items():
-            if not m.trainable:
-                continue
-            comps = self.overheads() + self.states("optimizer", active=(role,), grads_of=(role,)) + self.engine_residue()
-            comps.append(_c("optimizer.fp32_grads", Category.GRAD, m.fp32_grads))
+        for roles in self.optimizer_roles():
+            comps = self.overheads() + self.states("optimizer", active=roles, grads_of=roles) + self.engine_residue()
+            comps.append(_c("optimizer.fp32_grads", Category.GRAD, sum(self.models[r].fp32_grads for r in roles)))
             candidates.append(_finish(comps + self.kept_scores()))
         if not candidates:
             return None
