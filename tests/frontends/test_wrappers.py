@@ -71,3 +71,9 @@ def test_unwrap_never_raises_and_only_shortens(argv: list[str]) -> None:
 def test_commented_commands_never_raise(text: str) -> None:
     for command in commented_commands(text, "fuzz.sh"):
         assert command.argv and command.line >= 1
+
+
+def test_sudo_takes_variables_and_long_options_with_values() -> None:
+    (command,) = parse_shell(f"sudo --user root CUDA_VISIBLE_DEVICES=0,1 NPROC=2 {TORCHRUN}\n", "run.sh")
+    assert command.argv[0] == "torchrun"
+    assert command.env["CUDA_VISIBLE_DEVICES"] == "0,1" and command.env["NPROC"] == "2"

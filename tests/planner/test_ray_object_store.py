@@ -41,3 +41,8 @@ def test_longer_sequences_and_images_fill_it_more_and_the_cap_bounds_it() -> Non
 
 def test_without_ray_there_is_no_store() -> None:
     assert host_component({**RAY, "ray": {"enabled": False}}, "rollout", "ray.object_store") == 0
+
+
+def test_the_drivers_node_holds_every_nodes_sequences() -> None:
+    two = {**RAY, "hardware": {**RAY["hardware"], "num_nodes": 2}}
+    assert host_component(two, "rollout", "ray.object_store") == 2 * host_component(RAY, "rollout", "ray.object_store")

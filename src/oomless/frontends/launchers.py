@@ -32,8 +32,12 @@ def described(line: int, argv: Sequence[str]) -> str:
 
 # --- wrappers that run the training command in another context -------------------------------
 
-SUDO_OPTIONS_WITH_VALUE = frozenset("-u -g -C -D -h -p -r -t -T -U".split())
-"""sudo(8), 1.9: the options that take an argument; every other option is a flag."""
+SUDO_OPTIONS_WITH_VALUE = frozenset((
+    "-u -g -C -D -h -p -r -t -T -U --user --group --close-from --chdir --host --prompt --role --type "
+    "--command-timeout --other-user").split())
+"""sudo(8), 1.9: the options that take an argument; every other option is a flag. A command's
+`VAR=value` words before it are its environment (sudo(8): "Environment variables to be set
+for the command may also be passed on the command line in the form of VAR=value")."""
 
 CONTAINER_OPTIONS_WITH_VALUE = frozenset((
     # docker run / podman run (docker docs "docker container run", podman-run(1))
@@ -60,7 +64,14 @@ def unwrap(argv: Sequence[str]) -> tuple[list[str], dict[str, str]] | None:
     [options] IMAGE cmd`; None when ``argv`` is none of them or runs nothing after the image."""
     name = argv[0].rsplit("/", 1)[-1] if argv else ""
     if name == "sudo":
-        return _after_options(list(argv[1:]), SUDO_OPTIONS_WITH_VALUE, image=False)
+        found = _after_options(list(argv[1:]), SUDO_OPTIONS_WITH_VALUE, image=False)
+        if found is None:
+            return None
+        inner, env = found
+        while inner and "=" in inner[0] and inner[0].split("=", 1)[0].isidentifier():
+            key, _, value = inner.pop(0).partition("=")
+            env[key] = value
+        return (inner, env) if inner else None
     words = list(argv[1:])
     if name in ("docker", "podman", "nvidia-docker") and words[:1] == ["compose"]:
         name, words = "docker-compose", words[1:]

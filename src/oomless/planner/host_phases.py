@@ -51,12 +51,14 @@ MROPE_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 
 
 def ray_step_batch(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
-    """The step's batch a Ray single controller passes between workers on one node
-    (`memory.host.ray_step_batch_bytes`): every sequence the node's ranks generate at the
-    planned length, and each prompt's images at the worst size the limits allow.
+    """The step's batch a Ray single controller passes between workers, as the driver's node
+    holds it (`memory.host.ray_step_batch_bytes`): every sequence of every node (the driver owns
+    the call's arguments and fetches every result), padded to the limits (verl/EasyR1 pad
+    prompts to max_prompt_length and responses to response_length), and each prompt's images at
+    the worst size the limits allow. The plan's host RAM is the driver node's.
     Assumes: OpenRLHF/ORZ's experience batches (sequences, masks, log-probs, values, rewards
     passed between Ray actors) are of the same order; read from verl/EasyR1 only."""
-    sequences = shape.generation_sequences_per_gpu * TL.train_gpus_per_node(spec)
+    sequences = shape.generation_sequences_per_gpu * TL.train_gpus_per_node(spec) * spec.hardware.num_nodes
     prompts = max(1, sequences // spec.batch.num_generations)
     v = arch.vision
     rows = 1 + (C.MROPE_EXTRA_POSITION_ROWS if v is not None and v.model_type in MROPE_TOWERS else 0)
@@ -66,7 +68,9 @@ def ray_step_batch(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
         per_image = G.pixel_value_bytes_per_image(VTR.patches_per_image(spec, arch), v.patch_size, v.temporal_patch_size,
                                                   v.in_chans)
         pixels = spec.vision.images_per_prompt * per_image
-    return H.ray_step_batch_bytes(sequences, shape.seq_len, spec.lengths.max_completion_tokens, rows, prompts, pixels)
+    tokens = VTR.prompt_tokens_with_images(spec, spec.lengths.max_prompt_tokens, VTR.image_tokens_per_prompt(spec, arch))
+    completion = spec.lengths.max_completion_tokens
+    return H.ray_step_batch_bytes(sequences, tokens + completion, completion, rows, prompts, pixels)
 
 
 def _ray(spec: RunSpec, step_batch: int) -> list[Component]:
