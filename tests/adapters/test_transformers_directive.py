@@ -42,3 +42,15 @@ def test_trl_files_take_the_directive_too(tmp_path: Path) -> None:
     path.write_text("# oomless: transformers==5.2\naccelerate launch --num_processes 8 examples/scripts/grpo_vlm.py "
                     "--model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct --output_dir out\n", encoding="utf-8")
     assert import_native("trl", path, HardwareFlags(gpu="A100-80GB")).spec["transformers_version"] == "5.2"
+
+
+def test_trl_and_ms_swift_exports_name_the_release(tmp_path: Path) -> None:
+    from oomless.adapters.swift.writer import export_files as swift_files
+    from oomless.adapters.trl.writer import export_files as trl_files
+    from tests.adapters.test_trl import QUICKSTART_TRL
+
+    files = trl_files(parse_spec({**QUICKSTART_TRL, "transformers_version": "5.2"}))  # raises unless it reads back
+    assert any("transformers==5.2" in text for text in files.values())
+    spec = read(tmp_path, "# oomless: transformers==5.2")
+    files = swift_files(parse_spec(spec))
+    assert "transformers==5.2" in files["run_grpo.sh"]

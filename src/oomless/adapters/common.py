@@ -202,3 +202,10 @@ def command_with(commands: Sequence[ShellCommand], markers: tuple[str, ...]) -> 
             if any(word == m or word.endswith(m) for m in markers):
                 return command, list(command.argv[i + 1:])
     return None
+
+
+def transformers_directive(spec: Any) -> str:
+    """` transformers==X` for a writer's `# oomless:` line when the spec names the release
+    (`adapters.import_native` reads it back into `transformers_version`), else ""."""
+    version = getattr(spec, "transformers_version", None)
+    return f" transformers=={version}" if version else ""

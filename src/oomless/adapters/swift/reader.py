@@ -99,6 +99,8 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
         # the release the directive names; ms-swift sends vLLM one completion per request (RequestConfig(n=1),
         # swift/rlhf_trainers/rollout_mixin.py; the sampler repeats each prompt num_generations times)
         spec["rollout"].update({"vllm_version": version_text(vllm), "samples_per_request": 1})
+    if "transformers" in directives:
+        spec["transformers_version"] = directives["transformers"]
     if documented is not None and spec["rollout"]["engine"] == "vllm_separate":
         notes.append(f"--vllm_mode server: planned the vLLM server as the `swift rollout` command the script "
                      f"documents in its comments (line {documented.line}), started in another terminal")

@@ -20,7 +20,7 @@ from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strat
 from . import keys as SF
 from . import patch_checks as PC
 from . import ppo as swift_ppo
-from ..common import version_text
+from ..common import transformers_directive, version_text
 from .. import key_tables as KT
 from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
 from ..deepspeed_json import deepspeed_config_for, distribution_from_deepspeed
@@ -382,7 +382,8 @@ def _script(spec: RunSpec, profile: SF.Profile, env: dict[str, str], pre: str, f
     algorithm, yours = ("PPO", "--dataset") if spec.algorithm.value == "ppo" else ("GRPO", "--dataset and --reward_funcs")
     head = (f"#!/usr/bin/env bash\n# {algorithm} of {spec.model} with ms-swift, written by `oomless export --to swift`.\n"
             f"# Plan it: {plan}\n# Replace {yours} with yours; the memory settings are "
-            f"the spec's.\n# oomless: ms-swift=={version_text(profile.version)}{_vllm_directive(spec, profile, vllm)}\n"
+            f"the spec's.\n# oomless: ms-swift=={version_text(profile.version)}{_vllm_directive(spec, profile, vllm)}"
+            f"{transformers_directive(spec)}\n"
             "set -euo pipefail\n\n")
     env_lines = "".join(f"{k}={v} \\\n" for k, v in env.items())
     return head + pre + env_lines + "swift rlhf \\\n" + _flag_lines(flags) + "\n"

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...spec.run import Precision, RolloutEngine, RunSpec
 from .. import key_tables as KT
-from ..common import cannot_express, version_text
+from ..common import cannot_express, transformers_directive, version_text
 from . import trainers as TT
 
 SCRIPT = "examples/scripts/ppo/ppo.py"
@@ -121,4 +121,5 @@ def launch_text(settings: dict[str, Any], spec: RunSpec, accelerate_name: str, h
 
 
 def directive(spec: RunSpec) -> str:
-    return (f"# oomless: trl=={version_text(TT.PPO_LAST)} max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
+    return (f"# oomless: trl=={version_text(TT.PPO_LAST)} max_prompt_tokens={spec.lengths.max_prompt_tokens}"
+            f"{transformers_directive(spec)}\n")

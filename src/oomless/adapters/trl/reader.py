@@ -181,6 +181,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     spec = _spec(keys, launch, arch, hardware, vllm, prompt_directive, read, notes)
     if "vllm" in directives:
         TV.stated_vllm(spec["rollout"], vllm, trl_version)
+    spec.update({"transformers_version": directives["transformers"]} if "transformers" in directives else {})
     if idle_engine is not None and spec["rollout"]["engine"] == "hf":
         idle_engine["cuda_graphs_in_budget"] = vllm >= TL.GRAPHS_IN_BUDGET
         if trl_version >= TV.COLOCATE_BATCHED_TOKENS_FROM:

@@ -15,7 +15,7 @@ from ...catalog.resolve import load_model
 from ...errors import InputError
 from ...spec.run import Algorithm, FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from .. import key_tables as KT
-from ..common import cannot_express, fallback_spec, version_text
+from ..common import cannot_express, fallback_spec, transformers_directive, version_text
 from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
@@ -59,6 +59,7 @@ def _directive(spec: RunSpec) -> str:
     stated = spec.rollout.vllm_version or (None if spec.rollout.cuda_graphs_in_budget else
                                            version_text(VLLM_BEFORE_GRAPHS_IN_BUDGET))
     return (f"# oomless: trl=={version_text(LATEST)} " + (f"vllm=={stated} " if stated else "") +
+            transformers_directive(spec).lstrip() + (" " if spec.transformers_version else "") +
             f"max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
 
 
