@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from oomless.errors import InputError
 from oomless.frontends.commented import commented_commands
 from tests.adapters.swift_cases import imported, script
 
@@ -71,5 +72,5 @@ def test_a_colocated_engine_bounds_the_prompt_when_max_length_is_unset(engine_le
 
 def test_an_engine_too_short_for_the_completion_is_refused() -> None:
     flags = {**BASE, "use_vllm": "true", "vllm_mode": "colocate", "vllm_max_model_len": 1024}
-    with pytest.raises(Exception, match="max_model_len 1024"):
+    with pytest.raises(InputError, match="max_model_len 1024"):
         imported(script(flags, {"NPROC_PER_NODE": 4}))

@@ -28,7 +28,7 @@ def test_the_directive_names_the_release(tmp_path: Path) -> None:
 
 def test_a_bad_release_is_refused_by_the_spec(tmp_path: Path) -> None:
     spec = read(tmp_path, "# oomless: transformers==five")
-    with pytest.raises(Exception, match="transformers_version"):
+    with pytest.raises(InputError, match="transformers_version"):
         parse_spec(spec)
 
 

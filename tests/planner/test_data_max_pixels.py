@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from oomless.errors import InputError
 from oomless.planner import vision_terms as VT
 from oomless.spec.load import parse_spec, resolve
 from tests.helpers import plan_of
@@ -28,5 +29,5 @@ def test_training_images_are_capped_by_the_data_and_vllm_profile_is_not() -> Non
 
 
 def test_typical_images_cannot_exceed_the_data_cap() -> None:
-    with pytest.raises(Exception, match="data_max_pixels"):
+    with pytest.raises(InputError, match="data_max_pixels"):
         parse_spec({**BASE, "vision": {"data_max_pixels": 100_000, "typical_pixels": 200_000}})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from oomless.errors import InputError
 from oomless.memory import vision as VZ
 from oomless.planner import vision_terms as VT
 from oomless.spec.load import parse_spec, resolve
@@ -73,5 +74,5 @@ def test_the_loader_warns_only_where_the_release_decides() -> None:
 
 @pytest.mark.parametrize("bad", ["five", "5.x", "", "1" * 41])
 def test_a_bad_version_is_refused_naming_the_field(bad: str) -> None:
-    with pytest.raises(Exception, match="transformers_version"):
+    with pytest.raises(InputError, match="transformers_version"):
         parse_spec({**BASE, "transformers_version": bad})

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from oomless.catalog.resolve import load_model
 from oomless.memory import constants as C
+from oomless.errors import InputError
 from oomless.memory import params as P
+from oomless.memory import states as S
 from oomless.planner.roles import num_value_model_parameters
+from oomless.spec.load import parse_spec
 from oomless.spec.run import Role
 from tests.helpers import BASE_SPEC, component, merged, plan_of
 
@@ -86,8 +91,6 @@ def test_engine_created_first_sees_an_empty_gpu() -> None:
 
 def test_reference_model_only_for_full_finetuning_with_kl() -> None:
     from oomless.planner.roles import has_reference_model
-    from oomless.spec.load import parse_spec
-
     assert has_reference_model(parse_spec(BASE_SPEC))
     assert not has_reference_model(parse_spec(merged(BASE_SPEC, kl_beta=0.0)))
     assert not has_reference_model(parse_spec(merged(BASE_SPEC, **{"finetune.method": "lora"})))
@@ -109,31 +112,23 @@ def test_a_value_model_wrapped_with_the_policy_is_gathered_for_generation() -> N
 
 
 def test_only_ppo_has_a_value_model_to_wrap() -> None:
-    import pytest
-
-    with pytest.raises(Exception, match="wrapped_with_actor"):
+    with pytest.raises(InputError, match="wrapped_with_actor"):
         plan_of(merged(BASE_SPEC, **{"critic.wrapped_with_actor": True}))
 
 
 def test_a_lora_critic_trains_its_adapters_and_value_head_only() -> None:
     """ms-swift PPO puts the run's LoRA on the value model too (`critic.lora`)."""
-    import pytest
-
-    from oomless.memory import states as S
-
     lora = merged(PPO, finetune={"method": "lora", "lora_rank": 16})
     full_critic, lora_critic = plan_of(lora), plan_of(merged(lora, **{"critic.lora": True}))
     arch = lora_critic.models[Role.critic].arch
     spec = merged(lora, **{"critic.lora": True})
-    from oomless.spec.load import parse_spec
-
     adapters = S.num_trainable_parameters(arch, parse_spec(spec).finetune)
     assert lora_critic.models[Role.critic].num_trainable == adapters + arch.hidden_size + 1
     assert full_critic.models[Role.critic].num_trainable == num_value_model_parameters(arch)
     assert lora_critic.models[Role.critic].optimizer < full_critic.models[Role.critic].optimizer / 50
     # the critic's weights are still all there (frozen body, bf16)
     assert lora_critic.models[Role.critic].weights_full == full_critic.models[Role.critic].weights_full
-    with pytest.raises(Exception, match="critic.lora"):
+    with pytest.raises(InputError, match="critic.lora"):
         plan_of(merged(PPO, **{"critic.lora": True}))  # full fine-tuning has no adapters to give it
 
 
