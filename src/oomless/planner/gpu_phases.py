@@ -4,7 +4,8 @@ A step goes load → rollout → logprob → critic_train (PPO; one joint train 
 model is wrapped with the policy) → train → optimizer → weight_sync
 (TRL `GRPOTrainer._generate_and_score_completions`, ms-swift `rollout_mixin`, verl and OpenRLHF
 `fit`). Each phase is the set of components resident at its peak; the terms come from
-`oomless.memory` and `planner.roles`, and this module only decides which are resident when.
+`oomless.memory` and `planner.roles`, and this module only decides which are resident when
+(the rollout phase in `gpu_rollout`, pure terms in `gpu_terms`, component handling in `phase_parts`).
 
 Residency rules (Assumes:):
 - Gradients are freed after each optimizer step (HF Trainer `zero_grad(set_to_none=True)`),
@@ -33,7 +34,9 @@ from ..spec.run import FinetuneMethod, Role, RolloutEngine, RunSpec
 from . import vision_terms as VT
 from .gpu_terms import (actor_recomputes_logprobs, generate_gathered_bytes, generation_scores_bytes,  # noqa: F401
                         lora_merge_delta_bytes, lora_per_token, sync_gather_bytes)  # re-exported: explain and trace reach them as GP.*
+from .gpu_rollout import RolloutTerms
 from .memo import Memo, value_key
+from .phase_parts import _c, _finish  # explain imports _finish from here
 from .roles import Group, RoleModel
 from .shape import RunShape
 
@@ -45,56 +48,7 @@ _STATES, _TRAINING_WORK, _FORWARD_WORK = Memo(), Memo(), Memo()
 """A GPU's model states, and one micro-batch's training and log-prob work, by what they read:
 the fit search's variants of a run mostly change other fields (`planner.memo`)."""
 
-_COMPONENTS: dict[tuple[str, Category, int], Component] = {}
-MAX_SHARED_COMPONENTS = 1 << 16
-"""Components kept for reuse before the table starts over (fit plans hundreds of variants of
-one run, whose phases repeat the same parts)."""
-
-
-def _c(name: str, category: Category, num_bytes: int) -> Component:
-    """The component (frozen, so one object serves every phase and plan that has it)."""
-    key = (name, category, int(num_bytes))
-    c = _COMPONENTS.get(key)
-    if c is None:
-        if len(_COMPONENTS) >= MAX_SHARED_COMPONENTS:
-            _COMPONENTS.clear()
-        c = _COMPONENTS[key] = Component(*key)
-    return c
-
-
-_FINISHED: dict[tuple[int, ...], tuple[tuple[Component, ...], tuple[Component, ...]]] = {}
-
-
-def _finish(components: list[Component]) -> tuple[Component, ...]:
-    """Merge same-named parts, drop zeros, add the allocator slack on ACT + TEMP.
-
-    Computed once per list of component objects (mostly the shared ones of `_c` and of the
-    memos): keyed by their ids, with the list kept in the entry, so no id in a key can belong
-    to another object while the entry lives."""
-    key = tuple(map(id, components))
-    hit = _FINISHED.get(key)
-    if hit is not None:
-        return hit[1]
-    out = _merged_with_slack(components)
-    if len(_FINISHED) >= MAX_SHARED_COMPONENTS:
-        _FINISHED.clear()
-    _FINISHED[key] = (tuple(components), out)
-    return out
-
-
-def _merged_with_slack(components: list[Component]) -> tuple[Component, ...]:
-    merged: dict[str, Component] = {}
-    for c in components:
-        if c.num_bytes:
-            old = merged.get(c.name)
-            merged[c.name] = c if old is None else Component(c.name, c.category, old.num_bytes + c.num_bytes)
-    kept = list(merged.values())
-    churn = sum(c.num_bytes for c in kept if c.category in (Category.ACT, Category.TEMP))
-    slack = _c("allocator_fragmentation", Category.OTHER, churn * C.ALLOCATOR_FRAGMENTATION_FRACTION)
-    return tuple(kept + ([slack] if slack.num_bytes else []))
-
-
-class GroupPlanner:
+class GroupPlanner(RolloutTerms):
     """Builds the phases of one GPU of ``group``."""
 
     def __init__(self, spec: RunSpec, shape: RunShape, group: Group, models: dict[Role, RoleModel], budget: V.EngineBudget) -> None:
@@ -222,65 +176,6 @@ class GroupPlanner:
         DeepSpeed creates at initialisation (a torch optimizer creates its states at the first
         step: `RoleModel.states_at_first_step`). No activations yet."""
         return "load", _finish(self.overheads() + self.states("load") + self.engine_awake())
-
-    def rollout(self) -> Phase:
-        hf = self.spec.rollout.engine == RolloutEngine.hf and Role.actor in self.models
-        comps = self.overheads() + self.states("rollout", active=(Role.actor,) if hf else ()) + self.engine_awake()
-        if hf:
-            comps += self.hf_generate() + self.kept_scores()
-            comps.append(_c("generate.scores_padded_copy", Category.TEMP, self.kept_scores_bytes()))
-            # the last rollout's scores are only released when `logitss` is reassigned, after
-            # batch_generation returns (trl v0.17.0 ppo_trainer.py: `del (...)` does not list it)
-            comps.append(_c("generate.previous_scores", Category.ACT, self.kept_scores_bytes()))
-        comps.append(_c("trainer_cached_blocks", Category.OTHER, self.cached_blocks_at_wake_up()))
-        return "rollout", _finish(comps)
-
-    def kept_scores_bytes(self) -> int:
-        spec = self.spec
-        if not spec.rollout.keeps_generation_scores or Role.actor not in self.models:
-            return 0
-        return generation_scores_bytes(self.shape.generation_sequences_per_gpu, self.shape.completion_len,
-                                       self.models[Role.actor].arch.vocab_size)
-
-    def kept_scores(self) -> list[Component]:
-        """generate's scores kept from the rollout to the next one (`rollout.keeps_generation_scores`:
-        TRL PPOTrainer's `logitss`); at the rollout's end `batch_generation` holds them twice (the
-        chunks and their padded copy: `generate.scores_padded_copy`)."""
-        return [_c("generate.scores", Category.ACT, self.kept_scores_bytes())]
-
-    def cached_blocks_at_wake_up(self) -> int:
-        """Blocks the trainer freed after its last step but PyTorch still caches. A sleeping
-        engine wakes through cuMem, which cannot use them: the documented wake-up OOM (verl
-        #302, ms-swift #5099). Zero when the framework empties the cache first."""
-        ro = self.spec.rollout
-        if ro.empty_cache_before_rollout or ro.sleep_level == 0 or not self.has_engine or Role.actor not in self.models:
-            return 0
-        work = self.training_work(Role.actor)
-        return sum(c.num_bytes for c in work if c.category in (Category.ACT, Category.TEMP))
-
-    def hf_generate(self) -> list[Component]:
-        """transformers `generate` in the training process for the whole local rollout batch.
-
-        ZeRO-3 gathers the full actor for generation (TRL/VLM-R1 `unwrap_model_for_generation`,
-        ds3_gather_for_generation=True), and the value model with it when the two are one module
-        (`critic.wrapped_with_actor`: TRL PPOTrainer unwraps `PolicyAndValueWrapper`, trl
-        v0.14.0 trainer/ppo_trainer.py, v1.12.0 experimental/ppo/ppo_trainer.py `train`).
-        The KV cache holds every sequence at full length
-        (DynamicCache, bf16, no TP); prefill runs all prompts at once (vision tower included);
-        each decode step makes fp32 next-token logits. Source: transformers
-        generation/utils.py (`_sample`).
-        """
-        shape, arch = self.shape, self.models[Role.actor].arch
-        seqs = shape.generation_sequences_per_gpu
-        gathered = generate_gathered_bytes(self.spec, self.models)
-        kv = seqs * shape.seq_len * V.kv_bytes_per_token(arch, 1)
-        prefill = A.inference_forward_peak_bytes(arch, seqs * shape.prompt_len) + VT.inference_bytes(self.spec, shape, arch, seqs)
-        step_logits = seqs * arch.vocab_size * C.FP32_BYTES
-        return [
-            _c("generate.gathered_weights", Category.PARAM, gathered),
-            _c("generate.kv_cache", Category.ACT, kv),
-            _c("generate.activations", Category.TEMP, max(prefill, step_logits)),
-        ]
 
     def forward_roles(self) -> tuple[Role, ...]:
         """Models that run a no-grad forward over the rollout batch on this group: the actor
