@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import math
 
+from ..spec.releases import in_releases
+
 LEAKING_VLLM = ">=0.7.0,<0.8.0"
 """vLLM releases whose default (V0) engine leaks finished n > 1 requests: the leak arrived
 with ``ParallelSampleSequenceGroup`` in 0.7.0 (vllm #15597) and the V1 engine, default from
@@ -52,15 +54,7 @@ image_processing_qwen2_vl.py (``rescale``/``normalize`` on float32 arrays)."""
 
 def is_leaking_vllm(version: str | None) -> bool:
     """True for a vLLM version in ``LEAKING_VLLM``; False when unknown or unparsable."""
-    if not version:
-        return False
-    from packaging.specifiers import SpecifierSet  # imported here: most plans name no vLLM version
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version) in SpecifierSet(LEAKING_VLLM)
-    except InvalidVersion:
-        return False
+    return in_releases(version, LEAKING_VLLM)
 
 
 def pixel_value_bytes_per_image(num_patches: int, patch_size: int, temporal_patch_size: int, in_chans: int) -> int:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from ..catalog.models import ModelArch
 from ..memory import constants as C
 from ..memory import vision as VZ
-from ..spec.run import AttentionImpl, FinetuneMethod, RunSpec
+from ..spec.releases import in_releases
+from ..spec.run import AttentionImpl, RunSpec
 
 if TYPE_CHECKING:
     from .shape import RunShape
@@ -96,7 +97,7 @@ def image_limits(spec: RunSpec, arch: ModelArch, pixels: int | None = None) -> d
 
 
 def tower_trains(spec: RunSpec) -> bool:
-    return spec.finetune.method == FinetuneMethod.full and not spec.vision.freeze_tower
+    return spec.tower_trains
 
 
 CHECKPOINTING_HOOKS_TOWER = ">=5.0.0.dev0"
@@ -115,15 +116,9 @@ def frozen_tower_keeps_activations(spec: RunSpec) -> bool:
     embedding's output require grad, so every block (checkpointed as the LLM's are) keeps its
     input and the merger its activations, and backward runs through the tower. False when the
     version is unknown (planned as before 5.0; `spec.load` warns)."""
-    if tower_trains(spec) or not spec.gradient_checkpointing or not spec.transformers_version:
+    if tower_trains(spec) or not spec.gradient_checkpointing:
         return False
-    from packaging.specifiers import SpecifierSet  # imported here: most plans name no version
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(spec.transformers_version) in SpecifierSet(CHECKPOINTING_HOOKS_TOWER)
-    except InvalidVersion:
-        return False
+    return in_releases(spec.transformers_version, CHECKPOINTING_HOOKS_TOWER)
 
 
 def tower_checkpointing(spec: RunSpec, arch: ModelArch) -> bool:

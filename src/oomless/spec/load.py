@@ -153,8 +153,7 @@ def resolve(spec: RunSpec, base_dir: Path | None = None) -> ResolvedRun:
 def _transformers_notes(spec: RunSpec, arch: ModelArch) -> tuple[str, ...]:
     """A warning when the transformers release decides what a frozen vision tower keeps and
     the spec does not name it (planner.vision_terms.frozen_tower_keeps_activations)."""
-    trains = spec.finetune.method == FinetuneMethod.full and not spec.vision.freeze_tower
-    if (arch.vision is None or spec.vision.images_per_prompt == 0 or trains or not spec.gradient_checkpointing
+    if (arch.vision is None or spec.vision.images_per_prompt == 0 or spec.tower_trains or not spec.gradient_checkpointing
             or spec.transformers_version is not None):
         return ()
     return ("transformers_version unset: the vision tower that does not train is planned without saved activations, "

@@ -286,6 +286,12 @@ class RunSpec(_Frozen):
     schedule: Schedule = Schedule()
     train: TrainSection | None = Field(None, description="Data, rewards and optimiser of `oomless train` (ignored by `plan`).")
 
+    @property
+    def tower_trains(self) -> bool:
+        """The vision tower trains: full fine-tuning without `vision.freeze_tower` (LoRA adapters
+        sit on the language model only)."""
+        return self.finetune.method == FinetuneMethod.full and not self.vision.freeze_tower
+
     @field_validator("transformers_version")
     @classmethod
     def _pep440(cls, value: str | None) -> str | None:
