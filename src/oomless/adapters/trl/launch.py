@@ -10,6 +10,7 @@ Sources: trl 1.16.0 `trl/cli/accelerate_config.py` (`accelerate_config` names an
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,8 @@ def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
         texts += "\n" + config_text
         config = load_yaml_mapping(config_text, config_name, allow_empty=False)
     config.update(flags)
-    return _from_config(config, launch_opts, texts, read, main.env, server, script)
+    launch = _from_config(config, launch_opts, texts, read, main.env, server, script)
+    return dataclasses.replace(launch, single_process=Path(main.argv[0]).name.startswith("python"))
 
 
 def _script(cmd: ShellCommand, script_args: list[str]) -> str:
@@ -121,7 +123,6 @@ LAUNCHER_MODULES = {"torch.distributed.run": ("torchrun",), "torch.distributed.l
 
 def _as_launcher(cmd: ShellCommand) -> ShellCommand:
     """`python -m torch.distributed.run ...` read as `torchrun ...` (and accelerate's likewise)."""
-    import dataclasses
     if Path(cmd.argv[0]).name.startswith("python") and cmd.argv[1:2] == ("-m",) and len(cmd.argv) > 2:
         launcher = LAUNCHER_MODULES.get(cmd.argv[2])
         if launcher is not None:
@@ -161,7 +162,7 @@ def _split(cmd: ShellCommand) -> tuple[dict[str, Any], list[str]]:
     if head == "torchrun":
         launch = {"num_processes_per_node": launch.get("nproc_per_node", "1"), "num_machines": launch.get("nnodes", "1")}
     elif head.startswith("python"):  # the script alone: one process, whatever GPUs the node has
-        launch = {"num_processes": "1", "single_process": "true"}
+        launch = {"num_processes": "1"}
     return launch, argv[i:]
 
 
@@ -176,7 +177,6 @@ def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: 
                  env: Mapping[str, str], server: ShellCommand | None, script: str = "") -> Launch:
     config = dict(config)
     opts = dict(launch_opts)
-    single = opts.pop("single_process", None) is not None
     for key in list(config):
         if key in LAUNCH_KEYS or key == "accelerate_config":
             opts.setdefault(key, config.pop(key))
@@ -208,7 +208,7 @@ def _from_config(config: dict[str, Any], launch_opts: Mapping[str, Any], texts: 
         per_node = total // machines
     ignored = [f"accelerate {key}: no effect on memory" for key in opts]
     stated = "num_processes" in accelerate or "num_processes_per_node" in launch_opts or bool(launch_opts)
-    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated, script, single)
+    return Launch(config, accelerate, per_node, machines, server, texts, ignored, stated, script)
 
 
 def _section(acc: dict, key: str) -> dict:
@@ -371,8 +371,6 @@ def _server(launch: Launch, arch: ModelArch, graphs: bool, hardware: Any, notes:
 def processes_from_hardware(keys: Keys, launch: Launch, gpus_per_node: int, notes: list[str]) -> Launch:
     """A bare config launched on ``--gpus-per-node`` GPUs: one training process per GPU, less
     the GPU TRL <= 0.15 gives its engine (`vllm_device: auto`, its default there: the next GPU index)."""
-    import dataclasses
-
     device = keys.values.get("vllm_device", "auto" if TV.vllm_placement(keys.version) == "device" else "")
     engine = 1 if keys.values.get("use_vllm") in (True, "true", "True") and str(device) == "auto" else 0
     processes = max(gpus_per_node - engine, 1)
