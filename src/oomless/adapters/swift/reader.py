@@ -73,8 +73,9 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
     directives = read_directives(text)
     commands = parse_shell(text, source)
     rlhf, rollout = _find_commands(commands, source)
-    documented = _documented_rollout(text, source) if rollout is None else None
     parsed = parse_flags(rlhf.argv[2:], source)
+    server = parsed.get("vllm_mode", [""])[-1:] == ["server"] or "vllm_server_host" in parsed
+    documented = _documented_rollout(text, source) if rollout is None and server else None
     profile, vllm, notes = _versions(directives, parsed)
     notes.extend(KC.other_release_notes(parsed, profile.version))
     gated = _gate(parsed, profile)
