@@ -47,7 +47,8 @@ def _ranks(groups: tuple[Group, ...], role: Role) -> int:
 
 
 MROPE_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
-"""Vision-language families whose position_ids carry three rows (mrope)."""
+"""Vision-language families whose position_ids carry three rows (mrope). Source: transformers
+qwen2_vl / qwen2_5_vl / qwen3_vl modeling (`get_rope_index`: position_ids [3, batch, seq])."""
 
 
 def ray_step_batch(spec: RunSpec, shape: RunShape, arch: ModelArch) -> int:
