@@ -37,7 +37,7 @@ GIB = 1 << 30
 
 
 def harness_spec(config_file: str, *, gpu: str, engine: str, steps: int, output_dir: str,
-                 host_ram_gib: float = 64.0) -> dict[str, Any]:
+                 host_ram_gib: float = 64.0, completion_tokens: int = 256) -> dict[str, Any]:
     """The spec planned and trained for one model: full fine-tuning, AdamW, one GPU, worst-case
     lengths reached (random weights rarely emit EOS, so completions run to the limit)."""
     rollout: dict[str, Any] = {"engine": engine}
@@ -53,7 +53,7 @@ def harness_spec(config_file: str, *, gpu: str, engine: str, steps: int, output_
         "gradient_checkpointing": True,
         "attention": "sdpa",
         "batch": {"micro_batch_size": 8, "gradient_accumulation_steps": 1, "num_generations": 8},
-        "lengths": {"max_prompt_tokens": 32, "max_completion_tokens": 256},
+        "lengths": {"max_prompt_tokens": 32, "max_completion_tokens": completion_tokens},
         "logits": "chunked_head",
         "kl_beta": 0.0,
         "rollout": rollout,
@@ -164,16 +164,24 @@ def gpu_catalog_id(device_name: str) -> str:
     raise SystemExit(f"no catalog GPU for {device_name!r}; add it to catalog/data/gpus.json")
 
 
-def run_model(model_id: str, out: Path, engine: str, gpu: str, steps: int) -> tuple[list[dict[str, Any]], dict | None]:
+def run_model(model_id: str, out: Path, engine: str, gpu: str, steps: int, *, timeout_s: int = RUN_TIMEOUT_S,
+              completion_tokens: int = 256) -> tuple[list[dict[str, Any]], dict | None]:
+    """Plan and train one model in ``out/<name>``; the run's files land in ``out/<name>/run`` (the
+    spec's output_dir is relative to the working directory, so the run starts there)."""
     import yaml
 
-    work = out / model_id.split("/")[-1]
+    work = (out / model_id.split("/")[-1]).resolve()
     config = write_model_config(model_id, work)
-    spec = harness_spec(config.name, gpu=gpu, engine=engine, steps=steps, output_dir="run")
+    spec = harness_spec(config.name, gpu=gpu, engine=engine, steps=steps, output_dir="run",
+                        completion_tokens=completion_tokens)
     spec_path = work / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
     cmd = [sys.executable, "-c", "from oomless.cli.main import main; main()", "train", str(spec_path), "--force"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, cwd=work)
+    except subprocess.TimeoutExpired as stopped:
+        tail = (stopped.stderr or b"")[-400:]
+        return [], {"model": model_id, "exit_code": "timeout", "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
     (work / "train.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0 or not (work / "run" / "summary.json").exists():
         return [], {"model": model_id, "exit_code": done.returncode, "tail": (done.stderr or done.stdout)[-400:]}
@@ -186,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--engine", choices=("auto", "hf", "vllm_colocate"), default="auto")
+    parser.add_argument("--timeout", type=int, default=RUN_TIMEOUT_S, help="Seconds per model.")
+    parser.add_argument("--completion-tokens", type=int, default=256)
     parser.add_argument("--markdown", type=Path, help="Only render this gpu-phases.json as markdown.")
     args = parser.parse_args(argv)
     if args.markdown is not None:
@@ -199,9 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     engine = args.engine if args.engine != "auto" else (
         "vllm_colocate" if importlib.util.find_spec("vllm") is not None else "hf")
     gpu = gpu_catalog_id(torch.cuda.get_device_name(0))
+    args.out.mkdir(parents=True, exist_ok=True)
     document: dict[str, Any] = {"environment": _environment(), "rows": [], "failures": []}
     for model_id in args.models.split(","):
-        rows, failure = run_model(model_id, args.out, engine, gpu, args.steps)
+        rows, failure = run_model(model_id, args.out, engine, gpu, args.steps, timeout_s=args.timeout,
+                                  completion_tokens=args.completion_tokens)
         document["rows"] += rows
         if failure:
             document["failures"].append(failure)
