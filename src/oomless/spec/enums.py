@@ -29,6 +29,14 @@ class Optimizer(str, Enum):
     sgd = "sgd"
 
 
+class OptimizerImplementation(str, Enum):
+    """How a torch optimizer's step runs over the parameters (torch.optim `foreach=` / `fused=`)."""
+
+    foreach = "foreach"
+    fused = "fused"
+    for_loop = "for_loop"
+
+
 class Strategy(str, Enum):
     ddp = "ddp"
     zero1 = "zero1"

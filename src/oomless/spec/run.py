@@ -23,6 +23,7 @@ from .enums import (
     FinetuneMethod,
     LogitsMode,
     Optimizer,
+    OptimizerImplementation,
     Precision,
     Role,
     RolloutEngine,
@@ -35,8 +36,8 @@ MAX_HOST_RAM_GIB = float(2**20)
 """Largest host RAM per node a spec may give (1 PiB; the largest single servers hold tens of TiB)."""
 
 __all__ = [
-    "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "Optimizer", "Precision", "Role",
-    "RolloutEngine", "Strategy",
+    "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "Optimizer", "OptimizerImplementation", "Precision",
+    "Role", "RolloutEngine", "Strategy",
 ]
 
 
@@ -257,6 +258,13 @@ class RunSpec(_Frozen):
     finetune: Finetune = Finetune()
     precision: Precision = Field(Precision.bf16_mixed, description="bf16_mixed | bf16 | fp16_mixed. Default bf16_mixed.")
     optimizer: Optimizer = Field(Optimizer.adamw, description="adamw | adamw_8bit | adafactor | sgd. Default adamw.")
+    optimizer_implementation: OptimizerImplementation | None = Field(
+        None,
+        description="How torch's AdamW steps: foreach (torch's choice on CUDA when no flag is given; HF optim adamw_torch; "
+        "verl) holds one temporary the size of the parameters it steps (sqrt of v); fused (HF adamw_torch_fused, the "
+        "Trainer's default from transformers 4.54 with torch 2.8; EasyR1) none; for_loop one parameter's worth. "
+        "Default: foreach under ddp/fsdp, DeepSpeed's own optimizer (none) under ZeRO.",
+    )
     distribution: Distribution = Distribution()
     gradient_checkpointing: bool = Field(True, description="Recompute each decoder layer in backward. Default true (TRL).")
     transformers_version: Annotated[str, Field(pattern=r"^\d+(\.\d+){0,3}([a-z0-9.+-]*)$", max_length=40)] | None = Field(
