@@ -4,7 +4,9 @@ Inputs (each written by its own script, with machine, versions and config):
 - `src/oomless/memory/data/activation_calibration.json` (`scripts/calibrate_activations.py`):
   traced (fake tensors) vs analytic training activation peak of catalog models;
 - `docs/validation/real_steps.json` (`scripts/validate_real.py`): real CPU steps measured
-  with the tracker vs the plan's train phase.
+  with the tracker vs the plan's train phase;
+- `benchmarks/results/gpu/gpu-replan.json` (`benchmarks/gpu/grpo_phases.py --replan
+  benchmarks/results/gpu`): TRL GRPO steps measured on a GPU vs the current plan of each phase.
 
 Usage (from the repository root):
     .venv/bin/python scripts/make_validation_doc.py           # write docs/validation.md
@@ -22,8 +24,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "src" / "oomless" / "memory" / "data" / "activation_calibration.json"
 REAL_STEPS = ROOT / "docs" / "validation" / "real_steps.json"
+GPU_REPLAN = ROOT / "benchmarks" / "results" / "gpu" / "gpu-replan.json"
 OUT = ROOT / "docs" / "validation.md"
 MIB = 1024 * 1024
+GIB = 1024 * MIB
 STEP_NAMES = {"plain": "plain GRPO step", "trl": "trl.GRPOTrainer step"}
 
 
@@ -169,7 +173,106 @@ NOTES = [
 ]
 
 
-def render_summary(calibration: dict[str, Any], real: dict[str, Any]) -> list[str]:
+def _gib(num_bytes: Any) -> str:
+    return f"{num_bytes / GIB:,.2f}" if isinstance(num_bytes, int) else "—"
+
+
+def _pct_of(value: Any) -> str:
+    return f"{round(value, 1) + 0.0:+.1f} %" if isinstance(value, (int, float)) else "—"
+
+
+def _steps(row: dict[str, Any]) -> str:
+    steps = row["steps"]
+    label = str(steps[0]) if len(steps) == 1 else f"{steps[0]}–{steps[-1]}"
+    return label if row["steady"] else f"{label} (only)"
+
+
+def _gpu_largest(gpu: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The (model, phase row) whose plan now is furthest from its allocated peak."""
+    pairs = [(m, r) for m in gpu["models"] for r in m["phases"] if r.get("error_now_pct") is not None]
+    return max(pairs, key=lambda pair: abs(pair[1]["error_now_pct"]))
+
+
+def _gpu_setup(spec: dict[str, Any] | None) -> str:
+    if not spec:
+        return ""
+    b, lengths, train = spec.get("batch", {}), spec.get("lengths", {}), spec.get("train", {})
+    return (f" Each run: {spec.get('finetune', {}).get('method')} fine-tuning, {spec.get('optimizer')}, "
+            f"{spec.get('precision')}, gradient checkpointing {'on' if spec.get('gradient_checkpointing') else 'off'}, "
+            f"{spec.get('attention')} attention, logits {spec.get('logits')}, micro-batch {b.get('micro_batch_size')} "
+            f"({b.get('num_generations')} generations per prompt), {lengths.get('max_prompt_tokens')} + "
+            f"{lengths.get('max_completion_tokens')} tokens, rollout engine {spec.get('rollout', {}).get('engine')}, "
+            f"{train.get('max_steps')} optimizer steps; the spec is `benchmarks/results/gpu/<model>/spec.yaml`.")
+
+
+def render_gpu(gpu: dict[str, Any]) -> list[str]:
+    """Section 3: TRL GRPO steps on a GPU against the current plan (benchmarks/gpu/phase_report.py)."""
+    env, planner = gpu["environment"], gpu.get("planner", {})
+    card = str(env.get("gpu", "GPU")).removeprefix("NVIDIA ")
+    spec = next((m.get("spec") for m in gpu["models"] if m.get("spec")), None)
+    before = env.get("nvml_used_before_cuda_bytes")
+    out = [
+        f"## 3. GPU: TRL GRPO steps on an {card}",
+        "",
+        "Quantity: per phase, the plan's `planned_bytes` (the phase peak less the CUDA context and NCCL, which "
+        "the allocator cannot see) against `torch.cuda.max_memory_allocated` after a reset at the phase's start, "
+        "the largest over steps ≥ 2 (step 1 runs before AdamW's states exist; load is measured once). Per run, "
+        "the plan's largest phase against the largest `max_memory_reserved`, and the whole phase peak "
+        "(CUDA context included) against NVML's largest used bytes. Error = (plan − measured) / measured. "
+        "Real `trl.GRPOTrainer` steps through `oomless train --force`; models built from the catalog configs "
+        "with random weights (completions run to the length limit)." + _gpu_setup(spec),
+        "",
+        f"- Machine: {env.get('device') or env.get('gpu')}; Python {env.get('python')}",
+        f"- Versions: torch {env.get('torch')}, transformers {env.get('transformers')}, trl {env.get('trl')}, "
+        f"datasets {env.get('datasets')}, vLLM {env.get('vllm') or 'not installed (rollout by HF generation)'}",
+        f"- Measured {env.get('date')}; replanned at commit {planner.get('commit')}"
+        f"{' (with uncommitted planner changes)' if planner.get('uncommitted_changes') else ''} at {planner.get('replanned_at')}",
+    ]
+    if isinstance(before, int):
+        out.append(f"- NVML used before any CUDA initialisation: {_gib(before)} GiB")
+    out += [
+        "",
+        "| model | phase | steps | plan now GiB | allocated GiB | difference | step 1 allocated GiB | reserved GiB |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for m in gpu["models"]:
+        for r in m["phases"]:
+            out.append(f"| {m['model']} | {r['phase']} | {_steps(r)} | {_gib(r.get('plan_now_bytes'))} | "
+                       f"{_gib(r['allocated_peak_bytes'])} | {_pct_of(r.get('error_now_pct'))} | "
+                       f"{_gib(r['first_step_allocated_bytes'])} | {_gib(r['reserved_peak_bytes'])} |")
+    out += [
+        "",
+        "| model | plan peak GiB | max reserved GiB | difference | plan peak with CUDA context GiB | max NVML used GiB | difference |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in gpu["models"]:
+        r = m["run"]
+        out.append(f"| {m['model']} | {_gib(r.get('plan_now_peak_bytes'))} | {_gib(r['max_reserved_bytes'])} | "
+                   f"{_pct_of(r['error_vs_reserved_pct'])} | {_gib(r.get('plan_now_peak_total_bytes'))} | "
+                   f"{_gib(r['max_nvml_used_bytes'])} | {_pct_of(r['error_vs_nvml_pct'])} |")
+    out += [
+        "",
+        "Reserved memory is not compared per phase: the caching allocator keeps the blocks of the run's "
+        "high-water mark (step 1's optimizer phase, where AdamW's states are created), so from step 2 on every "
+        "phase's reserved peak reads that mark. NVML also counts the driver's own reservation and every process "
+        "on the GPU.",
+        "",
+        "Reproduce (the measurement needs a CUDA GPU; the replan runs anywhere):",
+        "",
+        "```bash",
+        *[run["command"] for run in gpu.get("runs", [])],
+        "python benchmarks/gpu/grpo_phases.py --replan benchmarks/results/gpu   # current plan vs these measurements",
+        ".venv/bin/python scripts/make_validation_doc.py",
+        "```",
+        "",
+        "Per phase and step: `benchmarks/results/gpu/<model>/telemetry.jsonl`; both plans side by side: "
+        "`benchmarks/results/gpu/gpu-phases.md`.",
+        "",
+    ]
+    return out
+
+
+def render_summary(calibration: dict[str, Any], real: dict[str, Any], gpu: dict[str, Any] | None = None) -> list[str]:
     """The closing note: the worst disagreement of each table."""
     out = ["## Summary", "", f"- Trace vs analytic ({len(calibration['points'])} points, tolerance "
            f"±{calibration['tolerance'] * 100:g} %): worst {_pct(_worst(calibration['points'])['relative_difference'])}."]
@@ -178,10 +281,15 @@ def render_summary(calibration: dict[str, Any], real: dict[str, Any]) -> list[st
         if rows:
             out.append(f"- Plan vs measured, {STEP_NAMES[kind]} ({len(rows)} cases, tolerance "
                        f"±{real['tolerances'][kind] * 100:g} %): worst {_pct(_worst(rows)['relative_difference'])}.")
+    if gpu is not None:
+        model, row = _gpu_largest(gpu)
+        n = sum(len(m["phases"]) for m in gpu["models"])
+        out.append(f"- Plan now vs allocated, TRL GRPO on a GPU ({n} phases): largest difference "
+                   f"{_pct_of(row['error_now_pct'])} ({model['model']}, {row['phase']}).")
     return out + [""]
 
 
-def render(calibration: dict[str, Any], real: dict[str, Any]) -> str:
+def render(calibration: dict[str, Any], real: dict[str, Any], gpu: dict[str, Any] | None = None) -> str:
     lines = [
         "# Validation",
         "",
@@ -191,14 +299,16 @@ def render(calibration: dict[str, Any], real: dict[str, Any]) -> str:
         "",
         *render_calibration(calibration),
         *render_real(real),
+        *(render_gpu(gpu) if gpu is not None else []),
         *NOTES,
-        *render_summary(calibration, real),
+        *render_summary(calibration, real, gpu),
     ]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def load() -> tuple[dict[str, Any], dict[str, Any]]:
-    return (json.loads(CALIBRATION.read_text(encoding="utf-8")), json.loads(REAL_STEPS.read_text(encoding="utf-8")))
+def load() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    gpu = json.loads(GPU_REPLAN.read_text(encoding="utf-8")) if GPU_REPLAN.exists() else None
+    return (json.loads(CALIBRATION.read_text(encoding="utf-8")), json.loads(REAL_STEPS.read_text(encoding="utf-8")), gpu)
 
 
 def main(argv: list[str]) -> int:

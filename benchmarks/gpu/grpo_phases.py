@@ -2,6 +2,7 @@
 measured peak of every phase against the plan, in one command.
 
     python benchmarks/gpu/grpo_phases.py --out benchmarks/results/gpu        # on a CUDA machine
+    python benchmarks/gpu/grpo_phases.py --replan benchmarks/results/gpu     # anywhere: current plan vs those runs
     python benchmarks/gpu/grpo_phases.py --markdown benchmarks/results/gpu/gpu-phases.json
 
 Each model is built from its shipped catalog config.json with random weights and the character
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -27,13 +29,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from phase_report import markdown, read_telemetry, report, steady_phase_peaks, write_model_config  # noqa: E402  (beside this file)
+
 MODELS = ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct")
 """Three sizes of one family (tied and untied embeddings: 0.5B/1.5B/3B tie, so the family's
 largest term, the vocabulary-wide logits, is the same shape at every size)."""
 STEPS = 3
 RUN_TIMEOUT_S = 170
+VLLM_GPU_MEMORY_UTILIZATION = 0.2
+"""vLLM's share when colocated: its weights (≤ 6.2 GB for the 3B in bf16) plus a KV cache of 64
+sequences × 288 tokens (≤ 0.7 GiB for the 3B: 36 layers × 2 × 2 KV heads × 128 × 2 bytes per token)
+fit in 16 GiB of an 80 GB card, and the 3B's trainer (~58 GiB at its optimizer step, measured on
+the H200) keeps room beside it (at 0.3 its plan does not fit an H100)."""
 """Per model, so three models stay under the 10-minute budget of one device call."""
-GIB = 1 << 30
+MIB = 1 << 20
+NVML_BEFORE_CUDA_ENV = "NVML_USED_BEFORE_CUDA_MIB"
+"""NVML's used MiB before anything on the machine initialised CUDA, set by device_run.sh
+(`nvidia-smi` as its first command): the driver's own reservation, apart from any CUDA context."""
 
 
 def harness_spec(config_file: str, *, gpu: str, engine: str, steps: int, output_dir: str,
@@ -42,7 +56,7 @@ def harness_spec(config_file: str, *, gpu: str, engine: str, steps: int, output_
     lengths reached (random weights rarely emit EOS, so completions run to the limit)."""
     rollout: dict[str, Any] = {"engine": engine}
     if engine == "vllm_colocate":
-        rollout.update(gpu_memory_utilization=0.3, tensor_parallel_size=1, sleep_level=0)
+        rollout.update(gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION, tensor_parallel_size=1, sleep_level=0)
     return {
         "model": config_file,
         "hardware": {"gpu": gpu, "gpus_per_node": 1, "num_nodes": 1, "host_ram_gib": host_ram_gib},
@@ -70,77 +84,40 @@ def harness_spec(config_file: str, *, gpu: str, engine: str, steps: int, output_
     }
 
 
-def write_model_config(model_id: str, folder: Path) -> Path:
-    """The catalog's config.json of ``model_id`` (annotations dropped) as ``folder/config.json``."""
-    from oomless.catalog.resolve import catalog_config
-
-    config = {k: v for k, v in catalog_config(model_id).items() if not k.startswith("_")}
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "config.json"
-    path.write_text(json.dumps(config, indent=2))
-    return path
-
-
 def rows_from_run(model_id: str, engine: str, run_dir: Path) -> list[dict[str, Any]]:
-    """Plan-vs-measured rows of one run: the summary's per-phase peaks (max over steps) with
-    the largest allocated and NVML bytes of that phase from the telemetry."""
-    summary = json.loads((run_dir / "summary.json").read_text())
-    extra: dict[str, dict[str, int]] = {}
-    telemetry = run_dir / "telemetry.jsonl"
-    for line in telemetry.read_text().splitlines() if telemetry.exists() else ():
-        record = json.loads(line)
-        phase = extra.setdefault(record.get("phase", "?"), {})
-        for key in ("peak_allocated_bytes", "gpu_used_bytes", "planned_total_bytes"):
-            if isinstance(record.get(key), int):
-                phase[key] = max(phase.get(key, 0), record[key])
-    rows = []
-    for row in summary.get("plan_vs_actual", []):
-        more = extra.get(row["phase"], {})
-        planned, peak = row.get("planned_bytes"), row.get("peak_bytes")
-        rows.append({
-            "model": model_id, "engine": engine, "phase": row["phase"],
-            "planned_bytes": planned, "reserved_peak_bytes": peak,
-            "allocated_peak_bytes": more.get("peak_allocated_bytes"),
-            "nvml_used_bytes": more.get("gpu_used_bytes"),
-            "planned_total_bytes": more.get("planned_total_bytes"),
-            "error_pct": round(100 * (planned - peak) / peak, 2) if planned and peak else None,
-            "steps": row.get("num_steps"),
-        })
-    return rows
+    """gpu-phases.json's rows of one run: per phase the steady-state peaks and the plan recorded
+    by the telemetry (`phase_report.steady_phase_peaks`)."""
+    return [{"model": model_id, "engine": engine, **row} for row in steady_phase_peaks(read_telemetry(run_dir))]
 
 
-def markdown(document: dict[str, Any]) -> str:
-    """The committed table: per model and phase, plan vs measured reserved bytes."""
-    env = document.get("environment", {})
-    lines = [
-        "# GPU validation: TRL GRPO phases against the plan",
-        "",
-        f"Machine: {env.get('gpu', '?')}; torch {env.get('torch', '?')}, transformers {env.get('transformers', '?')}, "
-        f"trl {env.get('trl', '?')}, vLLM {env.get('vllm') or 'not installed (HF generation)'}; "
-        f"recorded {env.get('date', '?')} by `python benchmarks/gpu/grpo_phases.py`.",
-        "",
-        "Error = (planned − measured) / measured, measured = `torch.cuda.max_memory_reserved` after a reset at "
-        "the phase's start (max over steps); planned = the plan's phase peak less what reserved memory cannot see "
-        "(CUDA context, NCCL). NVML includes the CUDA context.",
-        "",
-        "| model | engine | phase | planned | reserved peak | allocated peak | NVML used | error |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-
-    def gib(v: Any) -> str:
-        return f"{v / GIB:.2f} GiB" if isinstance(v, int) else "—"
-
-    for r in document.get("rows", []):
-        err = f"{r['error_pct']:+.1f} %" if r.get("error_pct") is not None else "—"
-        lines.append(f"| {r['model']} | {r['engine']} | {r['phase']} | {gib(r['planned_bytes'])} | "
-                     f"{gib(r['reserved_peak_bytes'])} | {gib(r['allocated_peak_bytes'])} | {gib(r['nvml_used_bytes'])} | {err} |")
-    for failure in document.get("failures", []):
-        lines.append(f"\n- {failure['model']}: exit {failure['exit_code']}: {failure['tail']}")
-    return "\n".join(lines) + "\n"
+def nvml_gpu() -> tuple[str, int] | None:
+    """GPU 0's name and NVML used bytes, read through NVML (nvidia-ml-py) so this parent process
+    never initialises CUDA itself (only its `oomless train` children do); None without a GPU."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            name = pynvml.nvmlDeviceGetName(handle)
+            used = int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None
+    return (name.decode() if isinstance(name, bytes) else name), used
 
 
-def _environment() -> dict[str, Any]:
-    import torch
+def nvml_used_before_cuda_bytes(environ: dict[str, str]) -> int | None:
+    """device_run.sh's reading of NVML used MiB before any CUDA initialisation, in bytes."""
+    value = environ.get(NVML_BEFORE_CUDA_ENV, "").strip().splitlines()
+    return int(float(value[0])) * MIB if value and value[0].replace(".", "", 1).isdigit() else None
+
+
+def _environment(gpu_name: str) -> dict[str, Any]:
+    import torch  # the version only: importing torch initialises no CUDA
     import transformers
     import trl
 
@@ -149,9 +126,9 @@ def _environment() -> dict[str, Any]:
         import vllm as vllm_module
 
         vllm = vllm_module.__version__
-    return {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "transformers": transformers.__version__,
+    return {"gpu": gpu_name, "torch": torch.__version__, "transformers": transformers.__version__,
             "trl": trl.__version__, "vllm": vllm, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d")}
+            "date": time.strftime("%Y-%m-%d"), "nvml_used_before_cuda_bytes": nvml_used_before_cuda_bytes(dict(os.environ))}
 
 
 def gpu_catalog_id(device_name: str) -> str:
@@ -188,6 +165,19 @@ def run_model(model_id: str, out: Path, engine: str, gpu: str, steps: int, *, ti
     return rows_from_run(model_id, engine, work / "run"), None
 
 
+def replan_main(results: Path) -> int:
+    """--replan: the committed measurements against the current planner; writes gpu-replan.json
+    and gpu-phases.md in ``results`` and prints the table."""
+    if not (results / "gpu-phases.json").exists():
+        print(f"--replan: {results}/gpu-phases.json not found (a folder written by the harness on a GPU)", file=sys.stderr)
+        return 2
+    rep = report(results, replan=True)
+    (results / "gpu-replan.json").write_text(json.dumps(rep, indent=2) + "\n")
+    (results / "gpu-phases.md").write_text(markdown(rep))
+    print(markdown(rep), end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="Folder for specs, runs and gpu-phases.json/.md.")
@@ -196,30 +186,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("auto", "hf", "vllm_colocate"), default="auto")
     parser.add_argument("--timeout", type=int, default=RUN_TIMEOUT_S, help="Seconds per model.")
     parser.add_argument("--completion-tokens", type=int, default=256)
-    parser.add_argument("--markdown", type=Path, help="Only render this gpu-phases.json as markdown.")
+    parser.add_argument("--markdown", type=Path, help="Only render this gpu-phases.json (with the telemetry beside it) as markdown.")
+    parser.add_argument("--replan", type=Path, metavar="RESULTS",
+                        help="No GPU needed: replan each run in RESULTS (e.g. benchmarks/results/gpu) with the current planner "
+                             "against its measurements; writes RESULTS/gpu-replan.json and RESULTS/gpu-phases.md.")
     args = parser.parse_args(argv)
+    if args.replan is not None:
+        return replan_main(args.replan)
     if args.markdown is not None:
-        print(markdown(json.loads(args.markdown.read_text())), end="")
+        print(markdown(report(args.markdown.parent, replan=False)), end="")
         return 0
-    import torch
+    gpu_now = nvml_gpu()
+    if gpu_now is None:
+        import torch  # no NVML: ask CUDA (this parent then holds a context during the runs)
 
-    if args.out is None or not torch.cuda.is_available():
+        gpu_now = (torch.cuda.get_device_name(0), 0) if torch.cuda.is_available() else None
+    if args.out is None or gpu_now is None:
         print("needs --out and a CUDA GPU (the harness's CPU parts are tested in tests/benchmarks)", file=sys.stderr)
         return 2
     engine = args.engine if args.engine != "auto" else (
         "vllm_colocate" if importlib.util.find_spec("vllm") is not None else "hf")
-    gpu = gpu_catalog_id(torch.cuda.get_device_name(0))
+    gpu = gpu_catalog_id(gpu_now[0])
     args.out.mkdir(parents=True, exist_ok=True)
-    document: dict[str, Any] = {"environment": _environment(), "rows": [], "failures": []}
+    document: dict[str, Any] = {"environment": _environment(gpu_now[0]), "rows": [], "failures": [],
+                                "nvml_used_before_model_bytes": {}}
     for model_id in args.models.split(","):
+        before = nvml_gpu()
+        document["nvml_used_before_model_bytes"][model_id] = before[1] if before else None
         rows, failure = run_model(model_id, args.out, engine, gpu, args.steps, timeout_s=args.timeout,
                                   completion_tokens=args.completion_tokens)
         document["rows"] += rows
         if failure:
             document["failures"].append(failure)
         (args.out / "gpu-phases.json").write_text(json.dumps(document, indent=2))
-    (args.out / "gpu-phases.md").write_text(markdown(document))
-    print(markdown(document))
+    table = markdown(report(args.out, replan=False))
+    (args.out / "gpu-phases.md").write_text(table)
+    print(table)
     return 0 if document["rows"] else 1
 
 

@@ -26,6 +26,7 @@ def _harness():
 
 
 H = _harness()
+R = sys.modules["phase_report"]  # imported by the harness from beside it
 
 
 @pytest.mark.parametrize("engine", ["hf", "vllm_colocate"])
@@ -50,24 +51,29 @@ def test_gpu_catalog_id_of_cuda_device_names() -> None:
 
 def test_a_real_cpu_run_aggregates_into_rows_and_a_table(tmp_path: Path) -> None:
     """The harness's flow on a tiny Qwen2-shaped model (vocabulary 512, so the character
-    tokenizer is padded): `oomless train` on CPU, then rows and markdown."""
+    tokenizer is padded): `oomless train` on CPU, then rows, the report and its table."""
     tiny = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 32, "intermediate_size": 64,
             "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 512,
             "max_position_embeddings": 256, "tie_word_embeddings": True, "torch_dtype": "bfloat16"}
-    (tmp_path / "config.json").write_text(json.dumps(tiny))
-    spec = H.harness_spec("config.json", gpu="H100-80GB", engine="hf", steps=1, output_dir="run")
+    work = tmp_path / "tiny"
+    work.mkdir()
+    (work / "config.json").write_text(json.dumps(tiny))
+    spec = H.harness_spec("config.json", gpu="H100-80GB", engine="hf", steps=2, output_dir="run")
     spec["hardware"] = {"gpu_capacity_gib": 2, "gpus_per_node": 1, "host_ram_gib": 8}
     spec["batch"] = {"micro_batch_size": 4, "gradient_accumulation_steps": 1, "num_generations": 4}
     spec["lengths"] = {"max_prompt_tokens": 8, "max_completion_tokens": 4}
     spec["train"]["cpu_threads"] = 1
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    (work / "spec.yaml").write_text(yaml.safe_dump(spec))
     done = subprocess.run([sys.executable, "-c", "from oomless.cli.main import main; main()", "train",
-                           str(tmp_path / "spec.yaml"), "--force"], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path, check=False)
+                           str(work / "spec.yaml"), "--force"], capture_output=True, text=True, timeout=600,
+                          cwd=work, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = H.rows_from_run("tiny", "hf", tmp_path / "run")
-    phases = {r["phase"] for r in rows}
-    assert {"rollout", "train", "optimizer"} <= phases
-    assert all(r["reserved_peak_bytes"] > 0 for r in rows)
-    table = H.markdown({"environment": {"gpu": "cpu"}, "rows": rows, "failures": []})
-    assert "| tiny | hf | train |" in table
+    rows = H.rows_from_run("tiny", "hf", work / "run")
+    by_phase = {r["phase"]: r for r in rows}
+    assert {"rollout", "train", "optimizer"} <= set(by_phase)
+    assert by_phase["train"]["steps"] == [2] and by_phase["train"]["steady"]
+    assert all(r["reserved_peak_bytes"] > 0 and r["plan_at_run_bytes"] > 0 for r in rows)
+    (tmp_path / "gpu-phases.json").write_text(json.dumps({"environment": {"gpu": "cpu"}, "rows": rows, "failures": []}))
+    table = R.markdown(R.report(tmp_path, replan=False))
+    assert "| tiny | hf | train | 2 |" in table
+    assert "plan now" not in table  # nothing replanned
