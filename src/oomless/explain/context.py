@@ -90,6 +90,7 @@ def _phase_role(planner: GroupPlanner, phase: PhaseMemory) -> Role | None:
                 continue
             comps = planner.overheads() + planner.states("optimizer", active=(r,), grads_of=(r,)) + planner.engine_residue()
             comps.append(Component("optimizer.fp32_grads", Category.GRAD, m.fp32_grads))
+            comps.append(Component("optimizer.step_temporaries", Category.TEMP, m.step_temporaries))
             if _finish(comps + planner.kept_scores()) == phase.components:
                 return r
         raise AssertionError("no optimizer step of the planner matches the planned phase")

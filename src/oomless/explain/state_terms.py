@@ -49,6 +49,9 @@ def _unsharded_weights(ctx: Ctx, role: Role) -> Input:
     if m.trainable and R.fsdp_fp32_params(spec, _finetune(ctx, role)):
         f = Formula("Psi_t * FP32_BYTES", (_psi_t(m), constant(C, "FP32_BYTES")),
                     doc_source(R.fsdp_fp32_params), code_ref(R.fsdp_fp32_params))
+    elif m.trainable and R.amp_fp32_params(spec, _finetune(ctx, role)):
+        f = Formula("Psi * FP32_BYTES", (Input("Psi", m.weights_full // C.FP32_BYTES, "parameters of the model, all held in fp32"),
+                                         constant(C, "FP32_BYTES")), doc_source(R.amp_fp32_params), code_ref(R.amp_fp32_params))
     elif role == Role.actor:
         psi_t = S.num_trainable_parameters(m.arch, spec.finetune)
         frozen = S.frozen_weight_bytes(m.arch, spec.finetune)
@@ -130,6 +133,8 @@ def grads(ctx: Ctx, name: str) -> Formula:
     sharded = S.SHARDING[ctx.spec.distribution.strategy].grads
     if R.fsdp_fp32_params(ctx.spec, _finetune(ctx, role)):
         per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.fsdp_fp32_params)
+    elif R.amp_fp32_params(ctx.spec, _finetune(ctx, role)):
+        per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.amp_fp32_params)
     else:
         per = fn_input("GRAD_BYTES", S.grad_bytes_per_param(ctx.spec.precision), S.grad_bytes_per_param, "gradient bytes per trainable parameter")
         source = doc_source(S.grad_bytes_per_param)
@@ -196,3 +201,24 @@ def _fp32_grads_of(ctx: Ctx) -> Formula:
                        (*inputs, Input("sub_group_size", dist.sub_group_size, "ZeRO-3 sub_group_size (elements per optimizer sub-group)")),
                        f"{source}; deepspeed/runtime/zero/stage3.py (_prepare_fp32_grad_for_sub_group)", code_ref(R._fp32_grads))
     return Formula("ceil(Psi_t * FP32_BYTES / N)", inputs, source, code_ref(R._fp32_grads))
+
+
+@gpu(r"optimizer\.step_temporaries")
+def step_temporaries(ctx: Ctx, name: str) -> Formula:
+    roles = (Role.actor, Role.critic) if ctx.planner is not None and ctx.planner.trains_jointly() else (ctx.role,)
+    assert roles[0] is not None
+    impl = R.optimizer_implementation(ctx.spec)
+    inputs = tuple(Input(f"T_{r.value}", ctx.model(r).step_temporaries, f"{r.value}: {impl.value if impl else 'none'} step "
+                         "over what this GPU steps (all trainable parameters under DDP, its shard under FSDP/ZeRO, "
+                         "one sub_group_size tile under ZeRO-3), in the optimizer-state dtype") for r in roles)
+    return Formula(" + ".join(i.symbol for i in inputs), inputs, doc_source(S.optimizer_step_temporary_bytes),
+                   code_ref(R.step_temporary_bytes))
+
+
+@gpu(r"generate\.autocast_weight_cache")
+def autocast_weight_cache(ctx: Ctx, name: str) -> Formula:
+    arch = ctx.model(Role.actor).arch
+    return Formula("(decoder_linears + V * h) * BF16_BYTES", (
+        fn_input("decoder_linears", S.num_quantizable_parameters(arch), S.num_quantizable_parameters, "decoder linear weights"),
+        Input("V", arch.vocab_size, "vocabulary"), Input("h", arch.hidden_size, "hidden size"), constant(C, "BF16_BYTES"),
+    ), doc_source(S.autocast_weight_cache_bytes), code_ref(S.autocast_weight_cache_bytes))

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from ..catalog.models import ModelArch
-from ..spec.run import Finetune, FinetuneMethod, Optimizer, Precision, Strategy
+from ..spec.run import Finetune, FinetuneMethod, Optimizer, OptimizerImplementation, Precision, Strategy
 from . import constants as C
 from . import params as P
 
@@ -146,6 +146,54 @@ def optimizer_state_bytes(
     if optimizer == Optimizer.adafactor:
         return adafactor_state_elements(arch, finetune) * C.FP32_BYTES
     return 0
+
+
+def largest_trainable_tensor_elements(arch: ModelArch, finetune: Finetune) -> int:
+    """Elements of the largest parameter tensor an optimizer steps: the embedding or LM head
+    (V×h) or the widest decoder linear in full fine-tuning, the larger LoRA factor (r×in or
+    out×r) of a targeted linear under LoRA/QLoRA."""
+    shapes = linear_shapes_with_layer_counts(arch)
+    if finetune.method != FinetuneMethod.full:
+        r = finetune.lora_rank
+        return max((max(r * s.in_features, s.out_features * r) for s, _ in shapes
+                    if is_lora_target(s.name, finetune.lora_targets)), default=0)
+    return max([arch.vocab_size * arch.hidden_size] + [s.in_features * s.out_features for s, _ in shapes])
+
+
+def optimizer_step_temporary_bytes(optimizer: Optimizer, precision: Precision, implementation: OptimizerImplementation | None,
+                                   stepped_elements: int, largest_elements: int) -> int:
+    """What torch's AdamW allocates inside `step()` beyond its states, on the GPU.
+
+    - foreach (`_multi_tensor_adamw`): ``exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)``
+      makes a new tensor for every parameter of the device/dtype group at once, then divides
+      and adds eps in place and feeds it to ``_foreach_addcdiv_``: one copy of the stepped
+      parameters in the state dtype.
+    - for_loop (`_single_tensor_adamw`): ``exp_avg_sq.sqrt()`` one parameter at a time: the
+      largest parameter's worth.
+    - fused (`_fused_adamw_`): one kernel updates in place, nothing.
+    Source: torch/optim/adamw.py (torch 2.x; from 2.6 adam.py with decoupled_weight_decay).
+    Measured: real TRL 1.16 GRPO steps on an H200 (`optim="adamw_torch"`, foreach), the
+    optimizer phase's allocated peak exceeds weights + grads + m + v by one fp32 copy of the
+    parameters (0.5B +1.94 GiB, 1.5B +5.88, 3B +11.59; benchmarks/results/gpu/).
+    Other optimizers (bitsandbytes 8-bit, Adafactor, SGD) are not counted here.
+    """
+    if optimizer != Optimizer.adamw or implementation in (None, OptimizerImplementation.fused):
+        return 0
+    state_dtype = C.BF16_BYTES if precision == Precision.bf16 else C.FP32_BYTES
+    if implementation == OptimizerImplementation.for_loop:
+        return largest_elements * state_dtype
+    return stepped_elements * state_dtype
+
+
+def autocast_weight_cache_bytes(arch: ModelArch) -> int:
+    """bf16 casts torch.autocast keeps of fp32 weights for the rest of the autocast region:
+    every decoder linear weight and the LM head (tied or not) by the end of a forward. Only
+    leaf tensors that require grad are cached, so a frozen vision tower and frozen bases are
+    not; embedding lookups and norms are not autocast ops. Freed when the outermost autocast
+    region exits. Source: aten/src/ATen/autocast_mode.cpp (`cached_cast`, `clear_cache`).
+    Measured: TRL 1.16 HF generation under AMP on an H200, the rollout's allocated peak over
+    weights + Adam states (benchmarks/results/gpu/)."""
+    return (num_quantizable_parameters(arch) + arch.vocab_size * arch.hidden_size) * C.BF16_BYTES
 
 
 def adafactor_state_elements(arch: ModelArch, finetune: Finetune) -> int:

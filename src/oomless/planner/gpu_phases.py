@@ -287,6 +287,8 @@ class GroupPlanner(RolloutTerms):
         for roles in self.optimizer_roles():
             comps = self.overheads() + self.states("optimizer", active=roles, grads_of=roles) + self.engine_residue()
             comps.append(_c("optimizer.fp32_grads", Category.GRAD, sum(self.models[r].fp32_grads for r in roles)))
+            # one group when the roles share an optimizer: foreach steps them together
+            comps.append(_c("optimizer.step_temporaries", Category.TEMP, sum(self.models[r].step_temporaries for r in roles)))
             candidates.append(_finish(comps + self.kept_scores()))
         if not candidates:
             return None

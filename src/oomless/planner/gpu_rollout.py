@@ -76,6 +76,8 @@ class RolloutTerms:
         step_logits = seqs * arch.vocab_size * C.FP32_BYTES
         return [
             _c("generate.gathered_weights", Category.PARAM, gathered),
+            # torch AMP: each forward of generate runs in the Trainer's autocast (`roles.amp_fp32_params`)
+            _c("generate.autocast_weight_cache", Category.TEMP, self.models[Role.actor].autocast_cache),
             _c("generate.kv_cache", Category.ACT, kv),
             _c("generate.activations", Category.TEMP, max(prefill, step_logits)),
         ]

@@ -8,13 +8,16 @@ actor's base with adapters disabled as reference (TRL, ms-swift, verl `ref_in_ac
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from ..catalog.models import ModelArch
 from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
-from ..spec.run import Algorithm, Finetune, FinetuneMethod, Precision, Role, RolloutEngine, RunSpec, Strategy
+from ..spec.run import (
+    Algorithm, Finetune, FinetuneMethod, OptimizerImplementation, Precision, Role, RolloutEngine, RunSpec, Strategy,
+)
 from ..frozen_hash import cached_hash, state_without_hash
 from .memo import Memo, value_key
 
@@ -90,6 +93,10 @@ class RoleModel:
     """ZeRO-3's reduce buffer lives from init; ZeRO-1/2's exist only during backward."""
     states_at_first_step: bool = False
     """The optimizer states appear at the first optimizer step, not at load (`optimizer_states_at_first_step`)."""
+    step_temporaries: int = 0
+    """What the optimizer's `step()` allocates beyond its states (`step_temporary_bytes`)."""
+    autocast_cache: int = 0
+    """bf16 casts of fp32 weights torch.autocast keeps through a forward (`amp_fp32_params`)."""
 
     @property
     def optimizer(self) -> int:
@@ -235,6 +242,48 @@ def fsdp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
     )
 
 
+def amp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
+    """Plain DDP with mixed precision is torch AMP: the trained model is held in fp32 and the
+    Trainer's autocast computes in bf16/fp16, so weights and gradients are fp32 and the
+    optimizer steps the weights themselves (4 + 4 + 8 = 16 bytes per parameter, no 16-bit
+    working copy and no separate master), plus the autocast cache during a forward.
+    Source: TRL 1.x GRPOTrainer loads float32 when `model_init_kwargs` names no dtype (its
+    docstring; transformers 4.x `from_pretrained` defaulted to fp32 as well); accelerate
+    `prepare_model` wraps `forward` in torch.autocast under bf16/fp16; measured on an H200
+    (benchmarks/results/gpu/: load allocates 4 bytes per parameter)."""
+    return (
+        spec.distribution.strategy == Strategy.ddp
+        and spec.precision != Precision.bf16
+        and finetune.method == FinetuneMethod.full
+    )
+
+
+def optimizer_implementation(spec: RunSpec) -> OptimizerImplementation | None:
+    """The spec's, else foreach under DDP/FSDP (torch's `_default_to_fused_or_foreach` picks
+    foreach for CUDA tensors when neither flag is given: torch/optim/optimizer.py) and None
+    (DeepSpeed's own optimizer, no step temporaries) under ZeRO."""
+    if spec.optimizer_implementation is not None:
+        return spec.optimizer_implementation
+    return OptimizerImplementation.foreach if spec.distribution.strategy in (Strategy.ddp, Strategy.fsdp) else None
+
+
+def step_temporary_bytes(spec: RunSpec, arch: ModelArch, finetune: Finetune, num_trainable: int, n: int) -> int:
+    """The optimizer step's temporaries on one GPU (`states.optimizer_step_temporary_bytes`)
+    over what that GPU steps: every trainable parameter under DDP, its shard under FSDP, the
+    flat fp32 partition DeepSpeed hands a client torch optimizer under ZeRO-1/2 (one tensor,
+    so for_loop is the same), at most one `sub_group_size` tile under ZeRO-3. None with CPU
+    Adam (`offload_optimizer`)."""
+    dist = spec.distribution
+    if dist.offload_optimizer:
+        return 0
+    stepped, largest = num_trainable, S.largest_trainable_tensor_elements(arch, finetune)
+    if dist.strategy != Strategy.ddp:
+        stepped, largest = math.ceil(num_trainable / n), math.ceil(largest / n)
+    if dist.strategy in (Strategy.zero1, Strategy.zero2, Strategy.zero3):
+        largest = stepped = min(stepped, dist.sub_group_size) if dist.strategy == Strategy.zero3 else stepped
+    return S.optimizer_step_temporary_bytes(spec.optimizer, spec.precision, optimizer_implementation(spec), stepped, largest)
+
+
 def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
     """A model with gradients and optimizer states (actor, critic), per GPU. ZeRO-3 keeps
     its flat gradient partition from init (stage3.py `grad_partitions_flat_buffer`)."""
@@ -245,6 +294,9 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
     master = num_trainable * S.master_bytes_per_param(spec.precision)
     if fsdp_fp32_params(spec, finetune):
         weights_full, grads, master = num_trainable * C.FP32_BYTES, num_trainable * C.FP32_BYTES, 0
+    amp = amp_fp32_params(spec, finetune)
+    if amp:
+        weights_full, grads, master = weights_full // C.BF16_BYTES * C.FP32_BYTES, num_trainable * C.FP32_BYTES, 0
     states = S.optimizer_state_bytes(arch, finetune, spec.optimizer, spec.precision, num_trainable)
     on_gpu = not dist.offload_optimizer
     return RoleModel(
@@ -257,6 +309,8 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
         optimizer_states=S.sharded_bytes(states, sharding.optimizer, n) if on_gpu else 0,
         fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=_reduce_bucket(spec, arch),
         bucket_persistent=dist.strategy == Strategy.zero3, states_at_first_step=optimizer_states_at_first_step(spec),
+        step_temporaries=step_temporary_bytes(spec, arch, finetune, num_trainable, n),
+        autocast_cache=S.autocast_weight_cache_bytes(arch) if amp else 0,
     )
 
 
@@ -285,7 +339,7 @@ def role_models(spec: RunSpec, archs: dict[Role, ModelArch], groups: tuple[Group
     key = (
         tuple(archs.items()), groups, value_key(spec.hardware.num_nodes), value_key(spec.finetune),
         value_key(spec.precision), value_key(spec.vision.freeze_tower), value_key(spec.distribution),
-        value_key(spec.optimizer), value_key(spec.critic),
+        value_key(spec.optimizer), value_key(spec.optimizer_implementation), value_key(spec.critic),
     )
     return dict(_ROLE_MODELS.get(key, lambda: _role_models(spec, archs, groups)))
 

@@ -21,6 +21,7 @@ from ..spec.run import (
     FinetuneMethod,
     LogitsMode,
     Optimizer,
+    OptimizerImplementation,
     Precision,
     RolloutEngine,
     RunSpec,
@@ -82,6 +83,14 @@ def batch_layout(spec: RunSpec) -> BatchLayout:
     return BatchLayout(b.micro_batch_size, ga, micro_steps // ga, spec.logprob_micro_batch_size)
 
 
+def hf_optimizer_name(spec: RunSpec) -> str:
+    """The Trainer's `optim` for the spec: torch AdamW as the plan steps it (`adamw_torch` is
+    foreach on CUDA, `adamw_torch_fused` the fused kernel; unset plans foreach under DDP/FSDP)."""
+    if spec.optimizer == Optimizer.adamw and spec.optimizer_implementation == OptimizerImplementation.fused:
+        return "adamw_torch_fused"
+    return HF_OPTIMIZER[spec.optimizer]
+
+
 def refusals(spec: RunSpec, machine: Machine) -> list[str]:
     """Reasons this run cannot start on this machine, one line each (empty: it can)."""
     out = []
@@ -89,6 +98,8 @@ def refusals(spec: RunSpec, machine: Machine) -> list[str]:
         out.append("algorithm: ppo needs a critic; `oomless train` runs TRL's GRPOTrainer (grpo, dapo, rloo)")
     if spec.finetune.method == FinetuneMethod.qlora and (machine.device != "cuda" or not machine.has_bitsandbytes):
         out.append("finetune.method: qlora needs bitsandbytes and a CUDA GPU; use lora on this machine")
+    if spec.optimizer_implementation == OptimizerImplementation.for_loop:
+        out.append("optimizer_implementation: for_loop has no Trainer `optim`; use foreach (adamw_torch) or fused (adamw_torch_fused)")
     if spec.optimizer == Optimizer.adamw_8bit and (machine.device != "cuda" or not machine.has_bitsandbytes):
         out.append("optimizer: adamw_8bit needs bitsandbytes and a CUDA GPU; use adamw on this machine")
     if spec.rollout.engine != RolloutEngine.hf and not (machine.device == "cuda" and machine.has_vllm):
@@ -161,7 +172,7 @@ def grpo_config_kwargs(spec: RunSpec, train: TrainSection, machine: Machine, out
         "max_completion_length": spec.lengths.max_completion_tokens,
         "beta": beta,
         "gradient_checkpointing": spec.gradient_checkpointing,
-        "optim": HF_OPTIMIZER[spec.optimizer],
+        "optim": hf_optimizer_name(spec),
         "bf16": mixed and spec.precision == Precision.bf16_mixed,
         "fp16": mixed and spec.precision == Precision.fp16_mixed,
         "use_cpu": not gpu,
