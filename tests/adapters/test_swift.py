@@ -60,9 +60,14 @@ def test_native_seed_reads_to_its_yaml_but_for_ms_swift_facts(name: str, gpu: st
     per device batch × TP × steps_per_generation), no empty_cache before a colocated engine
     wakes (gc_collect_after_offload false before 3.7; it matters only with sleep), and the
     whole-model weight sync the S1 YAMLs leave at None (the same for LoRA), the prompt bound, and
-    the vLLM release the script's directive names with ms-swift's one-completion requests."""
+    the vLLM release the script's directive names with ms-swift's one-completion requests, and
+    the foreach AdamW of transformers < 4.53 that ms-swift <= 3.6 pins, stepped by DeepSpeed as
+    the Trainer's own optimizer (swift/optim.py; the YAMLs leave DeepSpeed's own)."""
     native = native_spec(name, gpu).model_dump(mode="json")
+    offloaded = native["distribution"]["offload_optimizer"]
+    assert native.pop("optimizer_implementation") == (None if offloaded else "foreach")
     written = load_run(EXAMPLES / "seeds" / f"{name}.yaml").spec.model_dump(mode="json")
+    assert written.pop("optimizer_implementation") is None
     if written["finetune"]["method"] == "lora" and written["rollout"]["weight_sync_batches"] is None:
         written["rollout"]["weight_sync_batches"] = 1
     batch, rollout = native["batch"], native["rollout"]

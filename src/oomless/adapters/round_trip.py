@@ -33,8 +33,10 @@ def same_spec_dict(spec: Any, arch: Any) -> dict[str, Any]:
     """A spec (RunSpec or dict) as a JSON dict with defaults that mean the same written out:
     `rollout.max_model_len` None is prompt + image + completion tokens (planner.shape), and
     `rollout.weight_sync_batches` None is 1 (the whole model) when LoRA is merged for the sync
-    (planner.gpu_phases.sync_gather_bytes)."""
+    (planner.gpu_phases.sync_gather_bytes); `optimizer_implementation` as the readers state it
+    (`optim_impl.planned`: None where the unset field plans the same)."""
     from ..spec.load import parse_spec
+    from .optim_impl import planned
 
     run = parse_spec(spec) if isinstance(spec, Mapping) else spec
     out = run.model_dump(mode="json")
@@ -43,6 +45,7 @@ def same_spec_dict(spec: Any, arch: Any) -> dict[str, Any]:
         rollout["max_model_len"] = run.max_sequence_tokens + image_tokens(run, arch)
     if rollout.get("weight_sync_batches", 0) is None and out["finetune"]["method"] != "full":
         rollout["weight_sync_batches"] = 1
+    out["optimizer_implementation"] = planned(out.get("optimizer_implementation"), out["distribution"])
     return out
 
 

@@ -39,6 +39,8 @@ class Run:
     arch: ModelArch
     notes: list[str]
     nproc: int = 1
+    transformers: str | None = None
+    """The `# oomless: transformers==X` release, if stated (it decides `--optim`'s default)."""
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ from . import layout as swift_layout
 from . import ppo as swift_ppo
 from . import prompts
 from .layout import Run
-from ..args import FlagReader, hf_optimizer
+from ..args import FlagReader
+from . import optim as SO
 from ..common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
 from ...frontends.commented import commented_commands
@@ -91,7 +92,7 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
             candidate = Path(name)
         return read_text(candidate)
 
-    run = swift_layout.Run(profile, vllm, flags, rlhf.env, _arch(flags, base_dir), notes)
+    run = swift_layout.Run(profile, vllm, flags, rlhf.env, _arch(flags, base_dir), notes, transformers=directives.get("transformers"))
     rlhf_type = flags.str("rlhf_type", "dpo")
     if rlhf_type not in ("grpo", "ppo"):
         raise InputError("--rlhf_type", f"{rlhf_type!r}: oomless plans grpo and ppo runs (ms-swift's default is dpo)")
@@ -212,10 +213,7 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     if sequence_parallel > 1:
         spec["distribution"] = {**distribution, "sequence_parallel_size": sequence_parallel}
     spec["precision"] = _precision(f, half, keeps_master, method, run.notes)
-    optim = f.str("optim")
-    optimizer = hf_optimizer("--optim", optim) if optim else hf_optimizer("deepspeed optimizer", ds_optimizer or "adamw")
-    if optimizer != "adamw":
-        spec["optimizer"] = optimizer
+    spec.update(SO.optimizer_fields(f, run.profile.version, run.transformers, ds_optimizer, distribution))
     spec["gradient_checkpointing"] = f.bool("gradient_checkpointing", True)
     attn = f.str("attn_impl")
     if attn is not None and attn.lower() != "none":

@@ -20,6 +20,7 @@ from ...spec.run import FinetuneMethod, Precision, RolloutEngine, RunSpec, Strat
 from . import keys as SF
 from . import patch_checks as PC
 from . import ppo as swift_ppo
+from . import optim as SO
 from ..common import transformers_directive, version_text
 from .. import key_tables as KT
 from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
@@ -29,7 +30,6 @@ SCRIPT_NAME = "run_grpo.sh"
 DS_CONFIG_NAME = "ds_config.json"
 CANDIDATES: tuple[tuple[int, ...], ...] = (SF.LATEST, (3, 12), (3, 6), (3, 4))
 VLLM_BEFORE_GRAPHS_IN_BUDGET = (0, 8, 5)
-OPTIM_FLAG = {"adamw_8bit": "adamw_bnb_8bit", "adafactor": "adafactor", "sgd": "sgd"}
 ATTN_FLAG = {"flash_attention_2": "flash_attn", "sdpa": "sdpa", "eager": "eager"}
 
 
@@ -205,9 +205,7 @@ def _precision_and_distribution(spec: RunSpec, profile: SF.Profile, files: dict[
 
 def _training(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple[str, Any]]:
     batch, lengths = spec.batch, spec.lengths
-    out: list[tuple[str, Any]] = []
-    if spec.optimizer.value != "adamw":
-        out.append(("optim", OPTIM_FLAG[spec.optimizer.value]))
+    out: list[tuple[str, Any]] = SO.optim_flags(spec, profile.version)
     out += [("gradient_checkpointing", _bool(spec.gradient_checkpointing)),
             ("attn_impl", ATTN_FLAG[spec.attention.value]),
             ("per_device_train_batch_size", str(batch.micro_batch_size)),

@@ -53,7 +53,7 @@ from ... import safe_paths as SP
 from ...errors import InputError
 from ...memory import constants as C
 from ...memory import params as P
-from ..args import hf_optimizer
+from . import optim as TO
 from ..common import version_text
 from . import launch as TL
 from . import trainers as TT
@@ -87,9 +87,7 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     distribution, half, ds_optimizer, keeps_master = R._distribution(keys, launch, read)
     spec["distribution"] = distribution
     spec["precision"] = R._precision(keys, half, keeps_master, finetune["method"], notes, launch)
-    optimizer = hf_optimizer("optim", ds_optimizer or keys.get("optim", "adamw_torch_fused"))
-    if optimizer != "adamw":
-        spec["optimizer"] = optimizer
+    spec.update(TO.optimizer_fields(keys, ds_optimizer, distribution))
     keys.ignore("gradient_checkpointing", f"{trainer} never enables it (no gradient_checkpointing_enable call; "
                 "trl 1.12.0 experimental/ppo/ppo_trainer.py, 0.21.0 trainer/rloo_trainer.py): planned without")
     spec["gradient_checkpointing"] = False

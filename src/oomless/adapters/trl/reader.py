@@ -40,7 +40,7 @@ from ... import safe_paths as SP
 from ...errors import InputError
 from . import launch as TL
 from . import prompts
-from ..args import hf_optimizer
+from . import optim as TO
 from ..common import parse_version, read_directives, read_text, to_bool, to_float, to_int, version_text
 from ..deepspeed_json import distribution_from_deepspeed
 from .. import key_tables as KT
@@ -53,9 +53,6 @@ VLLM_DEFAULT = (0, 21)
 PEFT_DEFAULT_TARGETS = ["q_proj", "v_proj"]
 PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"})
 """peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft 0.21)."""
-
-
-
 
 
 def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int, ...] = LATEST,
@@ -92,6 +89,7 @@ class Keys:
         """grpo, ppo or rloo (`trainers.trainer_of`): whose config class's key table gives the defaults."""
         self.table = TT.key_table(trainer)
         self.version_stated = True
+        self.transformers: str | None = None  # the `# oomless: transformers==X` release, if stated
         self.used: set[str] = set()
         self.ignored: list[str] = []
 
@@ -169,7 +167,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     trainer = TT.trainer_of(launch.script, directives.get("trainer"))
     trl_version, vllm, prompt_directive = _versions(directives, notes, trainer, launch.config)
     keys = Keys(read_legacy(launch.config, notes, trl_version, trainer), trl_version, trainer)
-    keys.version_stated = "trl" in directives
+    keys.version_stated, keys.transformers = "trl" in directives, directives.get("transformers")
     if TT.on_policy(trainer, trl_version):
         from .ppo import ppo_spec
 
@@ -236,9 +234,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     distribution, half, ds_optimizer, keeps_master = _distribution(keys, launch, read)
     spec["distribution"] = distribution
     spec["precision"] = _precision(keys, half, keeps_master, finetune["method"], notes, launch)
-    optimizer = hf_optimizer("optim", ds_optimizer or keys.get("optim", "adamw_torch_fused"))
-    if optimizer != "adamw":
-        spec["optimizer"] = optimizer
+    spec.update(TO.optimizer_fields(keys, ds_optimizer, distribution))
     spec["gradient_checkpointing"] = keys.bool("gradient_checkpointing", bool(keys.default("gradient_checkpointing", False)))
     attention = _attention(keys.get("attn_implementation"), notes)
     if attention:

@@ -21,6 +21,7 @@ from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
 from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS
 from . import ppo_writer as PW
+from . import optim as TO
 from . import trainers as TT
 
 CONFIG_NAME = "grpo_config.yaml"
@@ -105,10 +106,10 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[st
     _same_launch(spec)
     if spec.algorithm == Algorithm.ppo or (spec.algorithm == Algorithm.rloo and dialect < TT.RLOO_REWRITTEN):
         release = min(dialect, TT.PPO_LAST) if spec.algorithm == Algorithm.ppo else dialect
-        return PW.native_settings(spec, _model(spec), OPTIM[spec.optimizer.value], release)
+        return PW.native_settings(spec, _model(spec), TO.optim_value(spec, OPTIM[spec.optimizer.value], release), release)
     if spec.algorithm not in (Algorithm.grpo, Algorithm.rloo):
         cannot_express("algorithm", f"{spec.algorithm.value!r} cannot be written for TRL; allowed: grpo, ppo, rloo")
-    out = {**_model(spec), **_training(spec), **_rollout(spec)}
+    out = {**_model(spec), **_training(spec, dialect), **_rollout(spec)}
     return _rloo_settings(spec, out) if spec.algorithm == Algorithm.rloo else out
 
 
@@ -219,7 +220,7 @@ def _number(value: float) -> int | float:
     return int(value) if value == int(value) else value
 
 
-def _training(spec: RunSpec) -> dict[str, Any]:
+def _training(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any]:
     batch = spec.batch
     out: dict[str, Any] = {"dataset_name": EXAMPLE_DATASET, "reward_funcs": ["accuracy_reward"]}
     if spec.reward_model.model is not None:
@@ -238,8 +239,9 @@ def _training(spec: RunSpec) -> dict[str, Any]:
         out.update({"bf16": False, "fp16": True})
     else:
         out["bf16"] = True
-    if OPTIM[spec.optimizer.value] is not None:
-        out["optim"] = OPTIM[spec.optimizer.value]
+    optim = TO.optim_value(spec, OPTIM[spec.optimizer.value], dialect)
+    if optim is not None:
+        out["optim"] = optim
     if spec.logits.value == "fused":
         out["use_liger_kernel"] = True
     elif spec.logits.value == "full_fp32":
