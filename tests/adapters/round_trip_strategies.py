@@ -173,8 +173,12 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     sleep = draw(st.sampled_from([0, 1 if ft["method"] == "lora" else 2]))
     offload = draw(st.booleans())
     algorithm = draw(st.sampled_from(["grpo", "rloo", "ppo"]))
+    # verl's torch AdamW: foreach unless override_optimizer_config says fused / foreach=False (the
+    # reader states None for foreach, and for any step on the CPU: FSDP2 offload_policy)
+    steps = [None] if offload else [None, "fused", "for_loop"]
     return spec_from(
         {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
+        optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
         gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
         logits=draw(st.sampled_from(["full_bf16", "chunked", "fused"])),
@@ -200,8 +204,12 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
     algorithm = draw(st.sampled_from(["grpo", "rloo", "ppo"]))
     schedule = draw(schedules(steps_per_round(batch)))
     schedule["save_only_model"] = schedule["save_steps"] is not None and draw(st.booleans())
+    # EasyR1's AdamW is fused (optim.strategy adamw) or a per-parameter loop (adamw_bf16), as the
+    # reader states them: None where the unset field plans the same (fused under ZeRO-2, offloaded steps)
+    steps = [None] if offload else ["fused", "for_loop"] if strategy == "fsdp" else [None, "for_loop"]
     return spec_from(
         {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=draw(loras()), batch=batch,
+        optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
         gradient_checkpointing=draw(st.booleans()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
         lengths={**draw(lengths()), "max_prompt_counts_images": True},  # EasyR1's bound holds the image tokens

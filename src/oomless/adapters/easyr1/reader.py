@@ -28,6 +28,7 @@ from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
+from .. import optim_impl as OI
 from .. import schedule as SCH
 from ...frontends import hydra as H
 from .keys import DEFAULTS, NO_MEMORY_EFFECT, ACT, ROL, REF
@@ -36,6 +37,11 @@ SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.d
 LOWEST, HIGHEST = "0.3.0", "0.3.3"
 
 ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
+STEP_IMPLEMENTATION = {"adamw": "fused", "adamw_bf16": "for_loop"}
+"""`optim.strategy` → how the step runs: EasyR1 workers/fsdp_workers.py `_build_model_optimizer`
+(main, L327-341) builds `torch.optim.AdamW(..., fused=True)` for adamw and its own
+`AnyPrecisionAdamW` (verl/utils/torch_functional.py: a loop over each group's parameters) for
+adamw_bf16. Stated where it changes the plan (`optim_impl.planned`)."""
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
@@ -122,6 +128,9 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_pr
     out.set("precision", "bf16" if str(v[f"{ACT}.fsdp.torch_dtype"]) in ("bf16", "bfloat16") else "bf16_mixed")
     if v[f"{ACT}.optim.strategy"] not in ("adamw", "adamw_bf16"):
         raise InputError(f"{ACT}.optim.strategy", f"{v[f'{ACT}.optim.strategy']!r} is not allowed; allowed: adamw, adamw_bf16")
+    implementation = OI.planned(STEP_IMPLEMENTATION[v[f"{ACT}.optim.strategy"]], dist)
+    if implementation is not None:
+        out.set("optimizer_implementation", implementation)
     out.set("attention", "flash_attention_2")
     out.set("gradient_checkpointing", C.as_bool(f"{ACT}.model.enable_gradient_checkpointing", v[f"{ACT}.model.enable_gradient_checkpointing"]))
     _finetune(v, out)

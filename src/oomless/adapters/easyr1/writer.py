@@ -10,6 +10,8 @@ from .. import common as C
 from .. import schedule as SCH
 from ..round_trip import prompt_bound_with_images
 from .keys import DEFAULTS, ROL
+from .. import optim_impl as OI
+from .reader import STEP_IMPLEMENTATION
 
 
 NATIVE_STYLE = "hydra"
@@ -90,7 +92,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         "worker": {
             "actor": {"global_batch_size": update_prompts, "micro_batch_size_per_device_for_update": micro,
                       "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
-                      "model": model, "optim": {"strategy": "adamw_bf16" if precision == "bf16" else "adamw"},
+                      "model": model, "optim": {"strategy": _optim_strategy(spec, precision)},
                       "fsdp": fsdp, "offload": {"offload_params": ro.offload_model, "offload_optimizer": ro.offload_optimizer}},
             "rollout": rollout,
             "ref": {"offload": {"offload_params": ro.offload_model}},
@@ -118,3 +120,18 @@ def _round(spec: Any, world: int, micro: int) -> tuple[int, int, dict[str, Any]]
         trainer["save_freq"] = rnd.save_every_rounds
         trainer["save_model_only"] = spec.schedule.save_only_model
     return rnd.round_prompts, rnd.update_prompts, trainer
+
+
+def _optim_strategy(spec: Any, precision: str) -> str:
+    """`optim.strategy` for the spec's AdamW implementation (the reader's `STEP_IMPLEMENTATION`):
+    the one that reads back to it, adamw_bf16 for bf16 weights where both do (offloaded steps).
+    EasyR1 has no foreach AdamW: a spec planning one cannot be written."""
+    dist = spec.distribution.model_dump(mode="json")
+    wanted = OI.planned(getattr(spec.optimizer_implementation, "value", None), dist)
+    fits = [name for name, how in STEP_IMPLEMENTATION.items() if OI.planned(how, dist) == wanted]
+    preferred = "adamw_bf16" if precision == "bf16" else "adamw"
+    if not fits:
+        C.cannot_express("optimizer_implementation", f"{wanted or 'foreach'!r} cannot be written for EasyR1: its AdamW is "
+                         "fused (optim.strategy adamw) or a loop over parameters (adamw_bf16); allowed: fused, for_loop")
+        return preferred
+    return preferred if preferred in fits else fits[0]

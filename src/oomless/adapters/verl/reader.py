@@ -25,6 +25,7 @@ from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
+from .. import optim_impl as OI
 from .. import schedule as SCH
 from ...frontends import hydra as H
 from .keys import DEFAULTS, VERSION
@@ -50,7 +51,11 @@ MAPPED = {
     "algorithm.kl_ctrl.kl_coef", "algorithm.adv_estimator", "critic.model.path", "trainer.n_gpus_per_node",
     "trainer.nnodes", "reward_model.enable", "reward_model.model.path",
     "data.train_batch_size", f"{A}.ppo_mini_batch_size", "trainer.total_training_steps", "trainer.save_freq",
+    *(f"{role}.optim.{key}" for role in (A, "critic") for key in ("optimizer_impl", "optimizer", "override_optimizer_config.fused",
+                                                                     "override_optimizer_config.foreach")),
 }
+OPTIM_FLAGS = ("fused", "foreach")
+"""Keys of `optim.override_optimizer_config` read as torch AdamW's implementation flags."""
 NO_MEMORY_EFFECT = (
     f"{A}.ppo_epochs", f"{M}.use_remove_padding",
 )
@@ -145,6 +150,7 @@ def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
     out.set("attention", g(f"{M}.override_config.attn_implementation") or "flash_attention_2")
     out.set("gradient_checkpointing", C.as_bool(f"{M}.enable_gradient_checkpointing", g(f"{M}.enable_gradient_checkpointing")))
     _finetune(cfg, out)
+    _optimizer(cfg, out)
     _batch(cfg, out)
     _rollout(cfg, out)
     _algorithm(cfg, out)
@@ -167,6 +173,36 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
     elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
         out.set("logits", "chunked")
         out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
+
+
+def _implementation(cfg: _Config, role: str, out: N.Collected) -> str | None:
+    """How ``role``'s optimizer steps. verl's `build_optimizer` (verl/workers/config/optimizer.py,
+    0.9.1) imports `optim.optimizer` from `optim.optimizer_impl` (torch.optim, AdamW) and passes
+    `override_optimizer_config` as keyword arguments: torch AdamW without `fused`/`foreach` is
+    foreach on CUDA, `fused=True` fused, `foreach=False` for_loop. Another class (bitsandbytes,
+    torchao) is noted and planned as torch AdamW's default."""
+    g = cfg.get
+    where, overrides = f"{role}.optim", g(f"{role}.optim.override_optimizer_config") or {}
+    flags = {k: C.as_bool(f"{where}.override_optimizer_config.{k}", g(f"{where}.override_optimizer_config.{k}"))
+             for k in OPTIM_FLAGS if g(f"{where}.override_optimizer_config.{k}") is not None}
+    flags.update({k: C.as_bool(f"{where}.override_optimizer_config.{k}", overrides[k])
+                  for k in OPTIM_FLAGS if isinstance(overrides, dict) and overrides.get(k) is not None})
+    impl, name = g(f"{where}.optimizer_impl") or "torch.optim", g(f"{where}.optimizer") or "AdamW"
+    if (impl, name) not in (("torch.optim", "AdamW"), ("torch.optim", "Adam")):
+        out.notes.append(f"{where}.optimizer_impl {impl}, optimizer {name}: planned as torch AdamW")
+        return None
+    return "fused" if flags.get("fused") else "for_loop" if flags.get("foreach") is False else "foreach"
+
+
+def _optimizer(cfg: _Config, out: N.Collected) -> None:
+    """The actor's optimizer implementation (`_implementation`), stated where it changes the plan
+    (`optim_impl.planned`); a PPO critic stepped otherwise is noted."""
+    actor = _implementation(cfg, A, out)
+    if str(cfg.get("algorithm.adv_estimator")) == "gae" and _implementation(cfg, "critic", out) != actor:
+        out.notes.append(f"critic.optim steps AdamW otherwise than the actor's {actor}: both planned as the actor's")
+    planned = OI.planned(actor, out.spec.get("distribution", {}))
+    if planned is not None:
+        out.set("optimizer_implementation", planned)
 
 
 def _batch(cfg: _Config, out: N.Collected) -> None:

@@ -107,6 +107,9 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                         "offload_policy": dist.offload_params,
                         "model_dtype": "bf16" if spec.precision.value == "bf16" else "fp32"},
     }
+    optim = _optim(spec)
+    if optim:
+        actor["optim"] = optim
     if spec.batch.max_tokens_per_gpu is not None:
         actor["ppo_max_token_len_per_gpu"] = spec.batch.max_tokens_per_gpu
         logprob = spec.batch.logprob_max_tokens_per_gpu or spec.batch.max_tokens_per_gpu
@@ -132,7 +135,23 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                     **({"save_freq": rnd.save_every_rounds} if rnd.save_every_rounds is not None else {})},
     }
     if algorithm == "ppo":
-        config["critic"] = {"model": {"path": spec.critic.model or spec.model}, "ppo_micro_batch_size_per_gpu": micro}
+        config["critic"] = {"model": {"path": spec.critic.model or spec.model}, "ppo_micro_batch_size_per_gpu": micro,
+                            **({"optim": optim} if optim else {})}
     if spec.reward_model.model is not None:
         config["reward_model"] = {"enable": True, "model": {"path": spec.reward_model.model}}
     return config
+
+
+IMPLEMENTATION_FLAGS = {"fused": {"fused": True}, "for_loop": {"foreach": False}}
+"""`optim.override_optimizer_config` for each AdamW implementation the spec states: verl passes it
+to torch AdamW as keyword arguments (verl/workers/config/optimizer.py `build_optimizer`, 0.9.1);
+none is foreach, torch's choice. A launch line adds it with `+` (verl's 671B/235B Megatron
+examples: `+actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction=...`)."""
+
+
+def _optim(spec: Any) -> dict[str, Any]:
+    """The actor's (and a PPO critic's) `optim` keys for the spec's AdamW implementation."""
+    implementation = spec.optimizer_implementation
+    if implementation is None or implementation.value not in IMPLEMENTATION_FLAGS:
+        return {}
+    return {"override_optimizer_config": dict(IMPLEMENTATION_FLAGS[implementation.value])}
