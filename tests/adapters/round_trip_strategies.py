@@ -308,6 +308,7 @@ def openrlhf_specs(draw: st.DrawFn) -> RunSpec:
         critic={"model": draw(st.sampled_from([None, "Qwen/Qwen2.5-0.5B-Instruct"])) if algorithm == "ppo" else None},
         placement={"groups": groups, "process_per_role": True, "offload_idle_models": draw(st.booleans())},
         rollout=rollout, batch=batch, lengths=lens, finetune=draw(loras(("full", "lora", "qlora"), (0.0, 0.05))),
+        optimizer_implementation="fused" if strategy == "ddp" else None,  # DeepSpeed FusedAdam at ZeRO stage 0 too
         distribution={"strategy": strategy, "offload_optimizer": strategy != "ddp" and draw(st.booleans()),
                       "sequence_parallel_size": draw(st.sampled_from([1, 2]))},
         precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])), gradient_checkpointing=draw(st.booleans()),

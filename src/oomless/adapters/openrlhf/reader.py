@@ -26,6 +26,7 @@ from typing import Any
 
 from ...errors import InputError
 from .. import HardwareFlags, ImportResult
+from .. import optim_impl as OI
 from .. import _native as N
 from .. import common as C
 from .keys import FLAGS
@@ -88,6 +89,13 @@ FLAG = {
 NOT_MODELLED = {"ds_tp": "DeepSpeed AutoTP is not modelled"}
 ESTIMATOR_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo", "reinforce_baseline": "rloo"}
 MARKERS = ("openrlhf.cli.train_ppo_ray", "train_ppo_ray.py", "train_ppo_ray")
+
+
+DEEPSPEED_ADAM = "fused"
+"""OpenRLHF hands the AdamW to DeepSpeed at every ZeRO stage, 0 included: FusedAdam (one
+multi-tensor kernel, no temporaries of the parameters' size), DeepSpeedCPUAdam with
+--adam_offload (openrlhf/utils/deepspeed/deepspeed_utils.py: the config's `optimizer` section,
+"DS auto-selects FusedAdam / DeepSpeedCPUAdam"; before, `create_optimizer` built them itself)."""
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
@@ -295,6 +303,8 @@ def _training(a: _Args, out: N.Collected) -> None:
     if stage not in (0, 1, 2, 3):
         raise InputError(a.name("zero_stage"), f"{stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
     out.set("distribution", {"strategy": "ddp" if stage == 0 else f"zero{stage}", "offload_optimizer": bool(a["adam_offload"])})
+    if OI.planned(DEEPSPEED_ADAM, out.spec["distribution"]):  # ZeRO stage 0: DeepSpeed's FusedAdam all the same
+        out.set("optimizer_implementation", DEEPSPEED_ADAM)
     if a.has("param_dtype"):
         out.set("precision", "fp16_mixed" if a["param_dtype"] == "fp16" else "bf16_mixed")
     else:

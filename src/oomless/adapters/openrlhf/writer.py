@@ -14,7 +14,8 @@ from typing import Any
 
 from .. import _native as N
 from .. import common as C
-from .reader import CLASSIC, DOTTED, FLAG
+from .. import optim_impl as OI
+from .reader import DEEPSPEED_ADAM, CLASSIC, DOTTED, FLAG
 
 
 NATIVE_STYLE = "switch_flags"
@@ -71,6 +72,10 @@ def _canonical(spec: Any) -> dict[str, Any]:
     C.require(spec, "distribution.offload_params", (False,), fw)
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "optimizer", ("adamw",), fw)
+    dist = spec.distribution.model_dump(mode="json")
+    if OI.planned(getattr(spec.optimizer_implementation, "value", None), dist) != OI.planned(DEEPSPEED_ADAM, dist):
+        C.cannot_express("optimizer_implementation", f"{spec.optimizer_implementation!r} cannot be written for OpenRLHF: "
+                         "DeepSpeed's FusedAdam steps every ZeRO stage (CPU Adam with --adam_offload); allowed: fused")
     C.require(spec, "logits", ("full_bf16",), fw)
     C.require(spec, "distribution.offload_reference_params", (False,), fw)  # idle models: placement.offload_idle_models
     C.require(spec, "batch.gradient_accumulation_steps", (1,), fw)  # one optimizer step per rollout (module docstring)
