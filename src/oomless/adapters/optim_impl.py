@@ -74,13 +74,14 @@ def from_hf_optim(optim: str | None, default: str, ds_optimizer: str | None, dis
 
 
 def optim_to_write(implementation: Any, distribution: Any, default: str) -> str | None:
-    """The `optim` a Trainer file must give so that it reads back to ``implementation`` (a spec
-    value, enum or None) under ``distribution`` (the spec's section), or None where leaving the
-    key to ``default`` does. Raises KeyError for for_loop (no transformers name; the writer says so)."""
+    """The `optim` a Trainer file gives for ``implementation`` (a spec value, enum or None) under
+    ``distribution`` (the spec's section): a value that changes the plan is written out, whatever
+    the release's ``default`` (so the file says it under any transformers); an unset one only where
+    the default would read back otherwise. Raises KeyError for for_loop (no transformers name)."""
     dist = distribution if isinstance(distribution, dict) else distribution.model_dump(mode="json")
     wanted = planned(getattr(implementation, "value", implementation), dist)
-    if planned(HF_OPTIM_IMPLEMENTATION.get(default), dist) == wanted:
+    if wanted is not None:
+        return HF_OPTIM_FOR[wanted]
+    if planned(HF_OPTIM_IMPLEMENTATION.get(default), dist) is None:
         return None
-    if wanted is None:  # the unset field's meaning: foreach under DDP/FSDP, fused (no temporaries) under ZeRO
-        return HF_OPTIM_FOR[FOREACH if dist.get("strategy", "zero3") in ("ddp", "fsdp") else FUSED]
-    return HF_OPTIM_FOR[wanted]
+    return HF_OPTIM_FOR[FOREACH if dist.get("strategy", "zero3") in ("ddp", "fsdp") else FUSED]

@@ -16,6 +16,7 @@ swift rlhf \
     --train_type full \
     --torch_dtype bfloat16 \
     --deepspeed zero3 \
+    --optim adamw_torch \
     --gradient_checkpointing true \
     --attn_impl sdpa \
     --per_device_train_batch_size 2 \

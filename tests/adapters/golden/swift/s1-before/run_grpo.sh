@@ -19,6 +19,7 @@ swift rlhf \
     --target_modules all-linear \
     --torch_dtype bfloat16 \
     --deepspeed zero2 \
+    --optim adamw_torch \
     --gradient_checkpointing true \
     --attn_impl sdpa \
     --per_device_train_batch_size 2 \
