@@ -51,7 +51,7 @@ def test_foreach_adamw_steps_with_one_copy_of_the_parameters() -> None:
     assert "optimizer.step_temporaries" not in phase({**BASE, "optimizer_implementation": "fused"}, "optimizer")
     loop = phase({**BASE, "optimizer_implementation": "for_loop"}, "optimizer")["optimizer.step_temporaries"]
     arch = resolve(parse_spec(BASE)).arch
-    assert loop == arch.vocab_size * arch.hidden_size * 4 < psi * 4  # the embedding is the largest tensor
+    assert loop == 2 * arch.vocab_size * arch.hidden_size * 4 < psi * 4  # sqrt and quotient of the embedding
     assert phase({**BASE, "precision": "bf16"}, "optimizer")["optimizer.step_temporaries"] == psi * 2
     assert "optimizer.step_temporaries" not in phase({**BASE, "optimizer": "adamw_8bit"}, "optimizer")
 

@@ -81,3 +81,26 @@ def test_categories_of_a_whole_step() -> None:
     assert sum(r.num_bytes for r in tracker.records if r.category == Category.OPT) == 3 * fp32
     assert result.peak.region == "optimizer"
     assert result.activation_peak.region in ("forward", "loss", "backward")
+
+
+def test_foreach_adamw_holds_one_copy_of_the_stepped_parameters() -> None:
+    """torch's foreach AdamW (`_foreach_sqrt` of every exp_avg_sq at once) traced on the tiny
+    model: the optimizer step's temporaries are one fp32 copy of the masters it steps, the
+    plan's `optimizer.step_temporaries`; the per-tensor loop twice the largest; fused none."""
+    import dataclasses
+
+    def temp_at_step_peak(implementation: str) -> tuple[int, list[int]]:
+        box: dict[str, StorageTracker] = {}
+        result = run_trace(TINY_QWEN2, dataclasses.replace(SETUP, optimizer_implementation=implementation),
+                           inspect=lambda tr: box.update(tracker=tr))
+        params = [r for r in box["tracker"].records if r.category == Category.PARAM]
+        fp32 = [allocated_bytes(4 * math.prod(r.shape)) for r in params]
+        return result.region_peaks["optimizer"].by_category.get(Category.TEMP.value, 0), fp32
+
+    foreach, fp32 = temp_at_step_peak("foreach")
+    assert foreach == sum(fp32)
+    loop, _ = temp_at_step_peak("for_loop")
+    # sqrt and quotient of the largest (the untied head or embedding, 1024 × 64) and a 0-d scalar
+    assert 2 * max(fp32) <= loop <= 2 * max(fp32) + 512 < foreach
+    fused, _ = temp_at_step_peak("fused")
+    assert fused == 0

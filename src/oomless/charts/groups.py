@@ -38,10 +38,11 @@ GPU_GROUPS = (RUNTIME, WEIGHTS, GRADS, OPTIMIZER, ACTIVATIONS, VLLM, OTHER)
 _GPU_BY_LAST_PART = {
     **dict.fromkeys(("cuda_context", "nccl", "allocator_fragmentation", "trainer_cached_blocks"), RUNTIME),
     **dict.fromkeys(
-        ("weights", "persistent_params", "gathered_params", "gathered_weights", "lora_merge_delta"), WEIGHTS
+        ("weights", "persistent_params", "gathered_params", "gathered_weights", "lora_merge_delta",
+         "autocast_weight_cache"), WEIGHTS
     ),
     **dict.fromkeys(("grads", "fp32_grads", "reduce_buckets"), GRADS),
-    **dict.fromkeys(("master_weights", "optimizer_states"), OPTIMIZER),
+    **dict.fromkeys(("master_weights", "optimizer_states", "step_temporaries"), OPTIMIZER),
     **dict.fromkeys(("activations", "logits", "attention_mask", "backward_recompute", "kv_cache"), ACTIVATIONS),
 }
 

@@ -168,20 +168,22 @@ def optimizer_step_temporary_bytes(optimizer: Optimizer, precision: Precision, i
       makes a new tensor for every parameter of the device/dtype group at once, then divides
       and adds eps in place and feeds it to ``_foreach_addcdiv_``: one copy of the stepped
       parameters in the state dtype.
-    - for_loop (`_single_tensor_adamw`): ``exp_avg_sq.sqrt()`` one parameter at a time: the
-      largest parameter's worth.
+    - for_loop (`_single_tensor_adamw`): ``(exp_avg_sq.sqrt() / bias_correction2_sqrt)`` one
+      parameter at a time, the square root alive until the quotient exists: twice the largest
+      parameter.
     - fused (`_fused_adamw_`): one kernel updates in place, nothing.
     Source: torch/optim/adamw.py (torch 2.x; from 2.6 adam.py with decoupled_weight_decay).
     Measured: real TRL 1.16 GRPO steps on an H200 (`optim="adamw_torch"`, foreach), the
     optimizer phase's allocated peak exceeds weights + grads + m + v by one fp32 copy of the
-    parameters (0.5B +1.94 GiB, 1.5B +5.88, 3B +11.59; benchmarks/results/gpu/).
+    parameters (0.5B +1.94 GiB, 1.5B +5.88, 3B +11.59; benchmarks/results/gpu/); traced on
+    CPU for all three (tests/trace/test_tracker.py).
     Other optimizers (bitsandbytes 8-bit, Adafactor, SGD) are not counted here.
     """
     if optimizer != Optimizer.adamw or implementation in (None, OptimizerImplementation.fused):
         return 0
     state_dtype = C.BF16_BYTES if precision == Precision.bf16 else C.FP32_BYTES
     if implementation == OptimizerImplementation.for_loop:
-        return largest_elements * state_dtype
+        return 2 * largest_elements * state_dtype
     return stepped_elements * state_dtype
 
 

@@ -262,7 +262,7 @@ class RunSpec(_Frozen):
         None,
         description="How torch's AdamW steps: foreach (torch's choice on CUDA when no flag is given; HF optim adamw_torch; "
         "verl) holds one temporary the size of the parameters it steps (sqrt of v); fused (HF adamw_torch_fused, the "
-        "Trainer's default from transformers 4.54 with torch 2.8; EasyR1) none; for_loop one parameter's worth. "
+        "Trainer's default from transformers 4.54 with torch 2.8; EasyR1) none; for_loop twice the largest parameter. "
         "Default: foreach under ddp/fsdp, DeepSpeed's own optimizer (none) under ZeRO.",
     )
     distribution: Distribution = Distribution()

@@ -17,8 +17,8 @@ from ..catalog.models import ModelArch
 from ..errors import InputError
 from ..memory.components import Category
 from ..planner.plan import Plan, make_plan
-from ..planner.roles import placement_groups
-from ..spec.enums import Algorithm, Role, Strategy
+from ..planner.roles import optimizer_implementation, placement_groups
+from ..spec.enums import Algorithm, OptimizerImplementation, Role, Strategy
 from ..spec.load import parse_spec
 from ..spec.run import RunSpec
 from .result import TraceScope, TraceSetup
@@ -100,6 +100,7 @@ def setup_from_spec(spec: RunSpec, arch: ModelArch) -> TraceSetup:
         precision=spec.precision.value, kl_beta=spec.kl_beta, finetune=ft.method.value, lora_rank=ft.lora_rank,
         lora_alpha=ft.lora_alpha, lora_dropout=ft.lora_dropout,
         lora_targets=ft.lora_targets if isinstance(ft.lora_targets, str) else tuple(ft.lora_targets),
+        optimizer_implementation=(optimizer_implementation(spec) or OptimizerImplementation.for_loop).value,
         **fields,
     )
 

@@ -8,8 +8,10 @@ are copied back into the 16-bit weights, and both gradients are dropped
 (`zero_grad(set_to_none=True)`). Source: deepspeed/runtime/zero/stage_1_and_2.py (`step`),
 `memory/states.py`. Pure bf16 steps AdamW on the bf16 weights (states in bf16).
 
-- adamw: `torch.optim.AdamW(foreach=False)` — DeepSpeed's FusedAdam and torch's per-tensor loop
-  keep no step-wide temporaries; torch's `foreach` default on CUDA would (see limitations).
+- adamw: `torch.optim.AdamW` run as the setup's `optimizer_implementation` says: the per-tensor
+  loop (also for DeepSpeed's FusedAdam, which keeps no step-wide temporaries), `foreach` (one
+  temporary per stepped parameter, all alive at once: the plan's `optimizer.step_temporaries`)
+  or `fused`.
 - adamw_8bit: bitsandbytes' states are allocated as bitsandbytes allocates them (uint8 m and v,
   one fp32 absmax per 2048 values; tensors under 4096 values keep fp32 states,
   `min_8bit_size`); the quantised update itself is not run.
@@ -18,8 +20,7 @@ are copied back into the 16-bit weights, and both gradients are dropped
 - sgd: no state.
 
 Known limitations: the scalar `step` tensors of torch's AdamW live on the host and are not
-counted; temporaries of `foreach` implementations (a fp32 copy of a parameter group) and of
-the emulated optimizers' updates are not traced.
+counted; temporaries of the emulated optimizers' updates are not traced.
 """
 
 from __future__ import annotations
@@ -60,9 +61,11 @@ def _emulated_states(params: list[torch.Tensor], optimizer: Optimizer) -> list[t
 class OptimizerStep:
     """Call `setup()` before the traced step (master weights) and `step()` after backward."""
 
-    def __init__(self, model: torch.nn.Module, optimizer: Optimizer, precision: Precision, tracker: StorageTracker) -> None:
+    def __init__(self, model: torch.nn.Module, optimizer: Optimizer, precision: Precision, tracker: StorageTracker,
+                 implementation: str = "for_loop") -> None:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer, self.precision, self.tracker = optimizer, precision, tracker
+        self.implementation = implementation
         self.masters: list[torch.Tensor] = []
         self.states: list[torch.Tensor] = []
 
@@ -84,7 +87,8 @@ class OptimizerStep:
                 if m.grad is not None:
                     self.tracker.register(m.grad, Category.GRAD, "fp32_grads")
         if self.optimizer == Optimizer.adamw:
-            self._torch_step(targets, lambda ps: torch.optim.AdamW(ps, lr=LEARNING_RATE, foreach=False, fused=False))
+            foreach, fused = self.implementation == "foreach", self.implementation == "fused"
+            self._torch_step(targets, lambda ps: torch.optim.AdamW(ps, lr=LEARNING_RATE, foreach=foreach, fused=fused))
         elif self.optimizer == Optimizer.sgd:
             self._torch_step(targets, lambda ps: torch.optim.SGD(ps, lr=LEARNING_RATE))
         else:

@@ -98,6 +98,9 @@ class TraceSetup:
     """Language-model tokens the images of one sequence become (prompt positions)."""
     vision_trains: bool = False
     vision_checkpointing: bool = False
+    optimizer_implementation: str = "for_loop"
+    """How torch's AdamW steps (`roles.optimizer_implementation`): foreach, fused or for_loop
+    (also DeepSpeed's own optimizer, whose fused step keeps no step-wide temporaries)."""
 
     @property
     def lora(self) -> dict[str, Any] | None:

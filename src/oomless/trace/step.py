@@ -143,7 +143,7 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             register_inputs(tracker, *images.values())
             handles = attach(model, join)
             trained = torch.nn.ModuleList([model, join])
-        opt = OptimizerStep(trained, Optimizer(setup.optimizer), precision, tracker)
+        opt = OptimizerStep(trained, Optimizer(setup.optimizer), precision, tracker, setup.optimizer_implementation)
         opt.setup()
         end_of_forward: dict[str, int] = {}
 
