@@ -46,6 +46,7 @@ NO_MEMORY_EFFECT = (
 
 SPEC_SOURCES: dict[str, str] = {
     "model": "worker.actor.model.model_path", "distribution": "worker.actor.fsdp.enable_full_shard",
+    "optimizer_implementation": "worker.actor.optim.strategy",
     "distribution.offload_params": "worker.actor.fsdp.enable_cpu_offload", "precision": "worker.actor.fsdp.torch_dtype",
     "gradient_checkpointing": "worker.actor.model.enable_gradient_checkpointing", "finetune": "worker.actor.model.lora.rank",
     "batch.micro_batch_size": "worker.actor.micro_batch_size_per_device_for_update",

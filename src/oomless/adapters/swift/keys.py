@@ -295,7 +295,7 @@ SPEC_SOURCES: dict[str, str] = {
     "rollout.offload_optimizer": "--offload_optimizer", "rollout.weight_sync_batches": "--move_model_batches",
     "rollout.num_gpus": "swift rollout", "vision.max_pixels": "MAX_PIXELS | --max_pixels",
     "hardware.gpus_per_node": "NPROC_PER_NODE | CUDA_VISIBLE_DEVICES", "hardware.num_nodes": "NNODES",
-    "distribution.sequence_parallel_size": "--sequence_parallel_size",
+    "distribution.sequence_parallel_size": "--sequence_parallel_size", "optimizer_implementation": "--optim",
 }
 """Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
 `oomless import` comments every value with the one the file sets."""

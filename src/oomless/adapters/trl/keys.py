@@ -97,6 +97,7 @@ SPEC_SOURCES: dict[str, str] = {
     "rollout.tensor_parallel_size": "vllm_tensor_parallel_size | tensor_parallel_size",
     "rollout.max_model_len": "vllm_max_model_length | max_model_len", "rollout.sleep_level": "vllm_enable_sleep_mode",
     "hardware.gpus_per_node": "num_processes | nproc_per_node", "hardware.num_nodes": "num_machines | nnodes",
+    "optimizer_implementation": "optim",
 }
 """Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`
 (GRPO/RLOO's, then PPO's: sft_model_path, reward_model_path, kl_coef, response_length,

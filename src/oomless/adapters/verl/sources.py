@@ -28,6 +28,8 @@ SPEC_SOURCES: dict[str, str] = {
     "rollout.offload_optimizer": "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
     "kl_beta": "actor_rollout_ref.actor.kl_loss_coef | algorithm.kl_ctrl.kl_coef", "algorithm": "algorithm.adv_estimator",
     "hardware.gpus_per_node": "trainer.n_gpus_per_node", "hardware.num_nodes": "trainer.nnodes",
+    "optimizer_implementation": "actor_rollout_ref.actor.optim.override_optimizer_config.fused"
+                                " | actor_rollout_ref.actor.optim.override_optimizer_config.foreach",
 }
 """Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
 `oomless import` comments every value with the one the file sets."""
