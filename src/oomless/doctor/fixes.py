@@ -66,6 +66,8 @@ ENGINE_FIRST = _f("rollout.engine_starts_first", "set", True, "create the engine
 ZERO3 = _f("distribution.strategy", "set", "zero3", "shard parameters, gradients and optimizer states over the data-parallel GPUs")
 OFFLOAD_OPT = _f("distribution.offload_optimizer", "set", True, "fp32 master weights and Adam states in host RAM (ZeRO-Offload)")
 OFFLOAD_PARAMS = _f("distribution.offload_params", "set", True, "ZeRO-3/FSDP parameter shards in host RAM")
+FUSED_ADAMW = _f("optimizer_implementation", "set", "fused", "torch's fused AdamW updates in place; the foreach step holds "
+                 "one more copy of the parameters it steps (HF optim adamw_torch_fused, torch AdamW(fused=True))")
 SUB_GROUP = _f("distribution.sub_group_size", "lower", 100_000_000, "ZeRO-3 steps the optimizer tile by tile; smaller tiles, smaller fp32 temporaries")
 LIVE_PARAMS = _f("distribution.stage3_max_live_parameters", "lower", 100_000_000, "ZeRO-3 gathers fewer parameters at once "
                  "(ms-swift --move_model_batches and verl's layered summon do the same for the weight sync)")
@@ -86,7 +88,7 @@ PHASE_FIXES: dict[tuple[str | None, str | None], tuple[Fix, ...]] = {
     ("rollout", "wake_up"): (EMPTY_CACHE, OFFLOAD_MODEL, OFFLOAD_OPT_ROLLOUT, UTIL_LOWER),
     ("logprob", None): (LOGPROB_BATCH, CHUNKED_LOGITS, SLEEP_1),
     ("train", None): (MICRO_BATCH, CHECKPOINTING, FUSED_LOGITS, SLEEP_1, ZERO3),
-    ("optimizer", None): (OFFLOAD_OPT, ZERO3, SUB_GROUP),
+    ("optimizer", None): (FUSED_ADAMW, OFFLOAD_OPT, ZERO3, SUB_GROUP),
     ("weight_sync", None): (LIVE_PARAMS, OFFLOAD_OPT_ROLLOUT, SLEEP_1),
     (None, None): (MICRO_BATCH, CHECKPOINTING, UTIL_LOWER, SHORTER),
 }
@@ -113,6 +115,11 @@ _EFFECTIVE = {"batch.logprob_micro_batch_size": "logprob_micro_batch_size"}
 def _get(spec: Any, dotted: str) -> Any:
     if dotted in _EFFECTIVE:
         return getattr(spec, _EFFECTIVE[dotted], None)
+    if dotted == "optimizer_implementation" and hasattr(spec, "distribution"):
+        from ..planner.roles import optimizer_implementation  # the planner only where a spec is realised
+
+        resolved = optimizer_implementation(spec)  # unset: foreach under DDP/FSDP, DeepSpeed's own (None) under ZeRO
+        return resolved.value if resolved is not None else None
     node = spec
     for part in dotted.split("."):
         node = getattr(node, part, None)
@@ -132,10 +139,21 @@ def realise(fix: Fix, spec: Any) -> Fix | None:
     colocate_only = ("rollout.sleep_level", "rollout.offload_model", "rollout.offload_optimizer", "rollout.empty_cache_before_rollout")
     if fix.knob in colocate_only and engine != "vllm_colocate":
         return None
+    if fix.knob == "optimizer_implementation":
+        return _fused_adamw(fix, spec)
     current = _get(spec, fix.knob)
     if current is None and fix.op != "set":
         return fix
     return _concrete(fix, current, spec)
+
+
+def _fused_adamw(fix: Fix, spec: Any) -> Fix | None:
+    """Only where the step does hold temporaries: torch AdamW run foreach or per tensor (the
+    spec's, or foreach by default under DDP/FSDP: `planner.roles.optimizer_implementation`)."""
+    current = _get(spec, "optimizer_implementation")
+    if current in (None, "fused") or _get(spec, "optimizer") != "adamw":
+        return None
+    return replace(fix, change=f"{current} → fused")
 
 
 def _concrete(fix: Fix, current: Any, spec: Any) -> Fix | None:
