@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from ..catalog.models import ModelArch
 from ..memory import constants as MC
-from ..spec.run import FinetuneMethod, LogitsMode, RolloutEngine, RunSpec, Strategy
+from ..spec.run import FinetuneMethod, LogitsMode, Optimizer, OptimizerImplementation, RolloutEngine, RunSpec, Strategy
 from .layouts import Layout
 from .overrides import Overrides, changed
 
@@ -74,14 +74,25 @@ def _options(spec: RunSpec, variants: list[Overrides]) -> tuple[Option, ...]:
     return tuple(Option(v, len(changed(spec, v))) for v in variants)
 
 
+def _steps_with_temporaries(spec: RunSpec, strategy: Strategy) -> bool:
+    """torch AdamW whose step holds temporaries under ``strategy``: the spec's foreach or
+    per-tensor loop, or unset under DDP/FSDP (torch's foreach default; `planner.roles`)."""
+    impl = spec.optimizer_implementation
+    if spec.optimizer != Optimizer.adamw or impl == OptimizerImplementation.fused:
+        return False
+    return impl is not None or strategy in (Strategy.ddp, Strategy.fsdp)
+
+
 def states_factor(spec: RunSpec, layout: Layout, sleeping: bool) -> Factor:
-    """Sharding, offload, and (colocated with a sleeping engine) offload during rollout."""
+    """Sharding, offload, and (colocated with a sleeping engine) offload during rollout; where
+    the optimizer step holds temporaries, also the fused AdamW step (same maths, no copy)."""
     variants = []
     for strategy in Strategy:
+        fused = ({}, {"optimizer_implementation": OptimizerImplementation.fused}) if _steps_with_temporaries(spec, strategy) else ({},)
         for params in (False, True) if strategy in SHARDED else (False,):
             for optimizer in (False,) if strategy == Strategy.ddp else (False, True):
-                variants.append({"distribution.strategy": strategy, "distribution.offload_params": params,
-                                 "distribution.offload_optimizer": optimizer})
+                variants += [{"distribution.strategy": strategy, "distribution.offload_params": params,
+                              "distribution.offload_optimizer": optimizer, **step} for step in fused]
     if layout.colocated and sleeping:
         variants = [{**v, "rollout.offload_model": m, "rollout.offload_optimizer": o}
                     for v in variants for m in (False, True) for o in (False, True)]
