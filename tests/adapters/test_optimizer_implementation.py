@@ -60,6 +60,18 @@ def test_trl_reads_optim_and_the_releases_default(directive: str, extra: str, ac
     assert trl_read(directive, extra, accelerate).get("optimizer_implementation") == expected
 
 
+def test_an_assumed_default_is_noted_and_a_stated_release_is_not() -> None:
+    hardware = HardwareFlags(gpu="H100-80GB", gpus_per_node=8)
+    for directive, noted in (("", True), ("# oomless: transformers==4.57.1\n", False)):
+        _, _, notes = import_path(Path("grpo.yaml"), hardware,
+                                  {"grpo.yaml": directive + GRPO_YAML + "accelerate_config: multi_gpu\n"})
+        assert any(n.startswith("optim unset: adamw_torch_fused (fused AdamW)") for n in notes) == noted, notes
+    from tests.adapters.swift_cases import imported
+
+    _, _, notes = imported(script(SWIFT_FLAGS, {"NPROC_PER_NODE": 8}, version="4.6"), gpus_per_node=8)
+    assert any(n.startswith("--optim unset: adamw_torch_fused (fused AdamW)") and "ms-swift 4.6" in n for n in notes)
+
+
 def test_trl_deepspeed_config_with_its_own_optimizer_leaves_it_unset() -> None:
     ds = '{"zero_optimization": {"stage": 2}, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}'
     spec = trl_read(extra="optim: adamw_torch\ndeepspeed: ds.json\n", files={"ds.json": ds})

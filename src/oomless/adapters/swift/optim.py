@@ -16,9 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..args import FlagReader, hf_optimizer
-from ..common import cannot_express
+from ..common import cannot_express, version_text
 from .. import optim_impl as OI
 
+PINNED_BEFORE = (3, 7)
+"""ms-swift releases before it cap transformers below 4.53 (requirements/framework.txt): adamw_torch for certain, not noted."""
 FUSED_DEFAULT_FROM = (3, 10)
 """The first ms-swift release whose documented environment (torch 2.8, transformers 4.57.1) defaults `optim` to adamw_torch_fused."""
 
@@ -33,16 +35,21 @@ def default_optim(swift_version: tuple[int, ...], transformers_version: str | No
 
 
 def optimizer_fields(flags: FlagReader, swift_version: tuple[int, ...], transformers_version: str | None,
-                     ds_optimizer: str | None, distribution: dict[str, Any]) -> dict[str, Any]:
-    """`optimizer` (unless AdamW) and `optimizer_implementation` (where it changes the plan)."""
+                     ds_optimizer: str | None, distribution: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """`optimizer` (unless AdamW) and `optimizer_implementation` (where it changes the plan); a
+    value taken from the release's documented transformers is noted in ``notes``."""
     optim = flags.str("optim")
     out: dict[str, Any] = {}
     optimizer = hf_optimizer("--optim", optim) if optim else hf_optimizer("deepspeed optimizer", ds_optimizer or "adamw")
     if optimizer != "adamw":
         out["optimizer"] = optimizer
-    implementation = OI.from_hf_optim(optim, default_optim(swift_version, transformers_version), ds_optimizer, distribution)
+    default = default_optim(swift_version, transformers_version)
+    implementation = OI.from_hf_optim(optim, default, ds_optimizer, distribution)
     if implementation is not None:
         out["optimizer_implementation"] = implementation
+        if optim is None and transformers_version is None and swift_version >= PINNED_BEFORE:
+            notes.append(f"--optim unset: {default} ({implementation} AdamW), transformers' default in the environment "
+                         f"ms-swift {version_text(swift_version)} documents; add `# oomless: transformers==X` for another")
     return out
 
 

@@ -213,7 +213,7 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
     if sequence_parallel > 1:
         spec["distribution"] = {**distribution, "sequence_parallel_size": sequence_parallel}
     spec["precision"] = _precision(f, half, keeps_master, method, run.notes)
-    spec.update(SO.optimizer_fields(f, run.profile.version, run.transformers, ds_optimizer, distribution))
+    spec.update(SO.optimizer_fields(f, run.profile.version, run.transformers, ds_optimizer, distribution, run.notes))
     spec["gradient_checkpointing"] = f.bool("gradient_checkpointing", True)
     attn = f.str("attn_impl")
     if attn is not None and attn.lower() != "none":

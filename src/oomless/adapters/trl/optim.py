@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..args import hf_optimizer
-from ..common import cannot_express
+from ..common import cannot_express, version_text
 from .. import optim_impl as OI
 
 FUSED_DEFAULT_FROM = (0, 21)
@@ -27,9 +27,11 @@ def default_optim(trl_version: tuple[int, ...], transformers_version: str | None
     return OI.hf_default_optim(transformers_version, unstated)
 
 
-def optimizer_fields(keys: Any, ds_optimizer: str | None, distribution: dict[str, Any]) -> dict[str, Any]:
+def optimizer_fields(keys: Any, ds_optimizer: str | None, distribution: dict[str, Any],
+                     notes: list[str] | None = None) -> dict[str, Any]:
     """`optimizer` (unless AdamW) and `optimizer_implementation` (where it changes the plan) of a
-    reader's ``keys`` (`reader.Keys`: the TRL release and the stated transformers release)."""
+    reader's ``keys`` (`reader.Keys`: the TRL release and the stated transformers release); a
+    value taken from the release's assumed transformers is noted in ``notes``."""
     optim = keys.get("optim")
     default = default_optim(keys.version, keys.transformers)
     out: dict[str, Any] = {}
@@ -39,6 +41,9 @@ def optimizer_fields(keys: Any, ds_optimizer: str | None, distribution: dict[str
     implementation = OI.from_hf_optim(None if optim is None else str(optim), default, ds_optimizer, distribution)
     if implementation is not None:
         out["optimizer_implementation"] = implementation
+        if optim is None and keys.transformers is None and notes is not None:
+            notes.append(f"optim unset: {default} ({implementation} AdamW), transformers' default in the releases TRL "
+                         f"{version_text(keys.version)} admits; add `# oomless: transformers==X` for another")
     return out
 
 

@@ -87,7 +87,7 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
     distribution, half, ds_optimizer, keeps_master = R._distribution(keys, launch, read)
     spec["distribution"] = distribution
     spec["precision"] = R._precision(keys, half, keeps_master, finetune["method"], notes, launch)
-    spec.update(TO.optimizer_fields(keys, ds_optimizer, distribution))
+    spec.update(TO.optimizer_fields(keys, ds_optimizer, distribution, notes))
     keys.ignore("gradient_checkpointing", f"{trainer} never enables it (no gradient_checkpointing_enable call; "
                 "trl 1.12.0 experimental/ppo/ppo_trainer.py, 0.21.0 trainer/rloo_trainer.py): planned without")
     spec["gradient_checkpointing"] = False

@@ -234,7 +234,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     distribution, half, ds_optimizer, keeps_master = _distribution(keys, launch, read)
     spec["distribution"] = distribution
     spec["precision"] = _precision(keys, half, keeps_master, finetune["method"], notes, launch)
-    spec.update(TO.optimizer_fields(keys, ds_optimizer, distribution))
+    spec.update(TO.optimizer_fields(keys, ds_optimizer, distribution, notes))
     spec["gradient_checkpointing"] = keys.bool("gradient_checkpointing", bool(keys.default("gradient_checkpointing", False)))
     attention = _attention(keys.get("attn_implementation"), notes)
     if attention:
