@@ -45,6 +45,14 @@ def test_ddp_amp_holds_fp32_weights_and_grads_and_no_16_bit_copy() -> None:
     assert zero["policy.weights"] == psi * 2  # DeepSpeed keeps the 16-bit copy beside its fp32 master
 
 
+def test_trl_builds_the_reference_in_the_policy_dtype_under_amp() -> None:
+    psi = num_params()
+    kl = {**BASE, "kl_beta": 0.04}
+    assert phase(kl, "load")["reference.weights"] == psi * 4
+    assert phase({**kl, "precision": "bf16"}, "load")["reference.weights"] == psi * 2
+    assert phase({**kl, "distribution": {"strategy": "zero2"}}, "load")["reference.weights"] == psi * 2  # DeepSpeed casts it
+
+
 def test_foreach_adamw_steps_with_one_copy_of_the_parameters() -> None:
     psi = num_params()
     assert phase(BASE, "optimizer")["optimizer.step_temporaries"] == psi * 4  # unset under DDP: torch's foreach

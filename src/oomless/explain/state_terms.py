@@ -59,6 +59,10 @@ def _unsharded_weights(ctx: Ctx, role: Role) -> Input:
             fn_input("frozen", frozen, S.frozen_weight_bytes, "frozen base (LoRA bf16, QLoRA NF4, or a pre-quantized checkpoint); 0 for full fine-tuning"),
             Input("Psi_t", psi_t, "trainable parameters (all, or the LoRA adapters)"), constant(C, "BF16_BYTES"),
         ), f"{ZERO_PAPER}; {doc_source(S.frozen_weight_bytes) or 'QLoRA paper §3'}", code_ref(S.policy_weight_bytes))
+    elif role == Role.reference and R.amp_fp32_params(spec, spec.finetune):
+        f = Formula("Psi * FP32_BYTES", (fn_input("Psi", P.num_parameters(m.arch), P.num_parameters, "parameters of the model"),
+                                         constant(C, "FP32_BYTES")), doc_source(R.reference_amp_weight_bytes),
+                    code_ref(R.reference_amp_weight_bytes))
     elif role == Role.reference:
         f = Formula("Psi * BF16_BYTES", (fn_input("Psi", P.num_parameters(m.arch), P.num_parameters, "parameters of the model"),
                                          constant(C, "BF16_BYTES")), doc_source(R.frozen_model) or ZERO_PAPER, code_ref(R.role_models))

@@ -314,6 +314,14 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
     )
 
 
+def reference_amp_weight_bytes(bf16_bytes: int) -> int:
+    """The reference model of a torch-AMP run (`amp_fp32_params`) in the policy's dtype, fp32.
+    Source: TRL 1.x GRPOTrainer builds it with `model_init_kwargs.setdefault("dtype",
+    self.model.dtype)` (trl/trainer/grpo_trainer.py), and `create_model_from_path` defaults
+    to float32; under DDP nothing casts it (DeepSpeed would, at `deepspeed.initialize`)."""
+    return bf16_bytes // C.BF16_BYTES * C.FP32_BYTES
+
+
 def frozen_model(spec: RunSpec, role: Role, arch: ModelArch, weights_full: int, n: int) -> RoleModel:
     """A forward-only model (reference, reward): bf16 weights, sharded like the actor's under
     ZeRO-3/FSDP (TRL/OpenRLHF prepare it with the same DeepSpeed stage), whole otherwise
@@ -323,6 +331,8 @@ def frozen_model(spec: RunSpec, role: Role, arch: ModelArch, weights_full: int, 
     CPUOffload(offload_params=True) / CPUOffloadPolicy(pin_memory=True) on the reference."""
     sharded = S.SHARDING[spec.distribution.strategy].weights
     on_cpu = role == Role.reference and spec.distribution.offload_reference_params
+    if role == Role.reference and amp_fp32_params(spec, spec.finetune):
+        weights_full = reference_amp_weight_bytes(weights_full)
     return RoleModel(
         role=role, arch=arch, trainable=False, num_shards=n, num_trainable=0, weights_full=weights_full,
         weights=0 if on_cpu else S.sharded_bytes(weights_full, sharded, n), persistent=_persistent(spec, arch, n),
