@@ -72,6 +72,16 @@ def test_an_assumed_default_is_noted_and_a_stated_release_is_not() -> None:
     assert any(n.startswith("--optim unset: adamw_torch_fused (fused AdamW)") and "ms-swift 4.6" in n for n in notes)
 
 
+@pytest.mark.parametrize(("flags", "expected"), [("", "fused"), ("--optim adamw_torch ", None),
+                                                ("--optim adamw_torch_fused ", "fused")])
+def test_trl_launch_flags_say_it_too(flags: str, expected: str | None) -> None:
+    """An `accelerate launch` of TRL's examples/scripts/grpo_vlm.py, as its docstring runs it."""
+    text = ("accelerate launch --num_processes 8 examples/scripts/grpo_vlm.py --model_name_or_path "
+            f"Qwen/Qwen2.5-VL-3B-Instruct --output_dir out {flags}--use_vllm --vllm_mode colocate\n")
+    spec, _, _ = import_path(Path("launch.sh"), HardwareFlags(gpu="H100-80GB"), {"launch.sh": text})
+    assert spec["distribution"]["strategy"] == "ddp" and spec.get("optimizer_implementation") == expected
+
+
 def test_trl_deepspeed_config_with_its_own_optimizer_leaves_it_unset() -> None:
     ds = '{"zero_optimization": {"stage": 2}, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}'
     spec = trl_read(extra="optim: adamw_torch\ndeepspeed: ds.json\n", files={"ds.json": ds})
