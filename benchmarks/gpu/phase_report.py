@@ -34,6 +34,9 @@ FIRST_STEADY_STEP = 2
 """The first optimizer step that starts with AdamW's states resident (see the module doc)."""
 TELEMETRY = "telemetry.jsonl"
 ROOT = Path(__file__).resolve().parents[2]
+PLANNER_SOURCES = ("src/oomless/planner", "src/oomless/memory", "src/oomless/spec", "src/oomless/catalog",
+                   "src/oomless/train/telemetry.py")
+"""What a plan of these specs is computed from (checked for uncommitted changes when replanning)."""
 
 
 def write_model_config(model_id: str, folder: Path) -> Path:
@@ -139,7 +142,7 @@ def planner_identity() -> dict[str, Any]:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
-    dirty = git("status", "--porcelain", "--", "src/oomless")
+    dirty = git("status", "--porcelain", "--", *PLANNER_SOURCES)
     return {"commit": git("rev-parse", "--short=12", "HEAD"), "uncommitted_changes": bool(dirty) if dirty is not None else None,
             "replanned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
