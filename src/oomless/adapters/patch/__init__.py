@@ -5,7 +5,8 @@ The spec → native key mapping is each writer's `native_settings(spec, dialect)
 exporter renders from): a change is every native key whose value differs between the old and
 the new spec's settings. Where the key goes depends on the file: a YAML (ruamel round trip,
 comments kept), a launch script (`flags`, `switch_flags` or Hydra `hydra` overrides, only the
-changed words edited), an ORZ experiment file (the field's literal, via `ast`). The patched
+changed words edited; a `hydra` writer's `added_override_prefix(path, text)` says which new keys
+take `+`), an ORZ experiment file (the field's literal, via `ast`). The patched
 text is then read back with the framework's own reader and compared with the wanted spec:
 every field that does not read back (no native key in this file, or a value the framework
 cannot take) is named in one message.
@@ -91,8 +92,10 @@ def settings(module: Any, spec: Any, dialect: Any, fallback: Any = None) -> tupl
 class _File:
     """The user's file, read in its style: which keys it sets and to what."""
 
-    def __init__(self, path: Path, text: str, style: str, keys: list[str]) -> None:
+    def __init__(self, path: Path, text: str, style: str, keys: list[str],
+                 added_prefix: SH.AddedPrefix | None = None) -> None:
         self.path, self.text, self.style, self.where = path, text, style, str(path)
+        self.added_prefix = added_prefix
         if style == "yaml":
             self.data = YM.load(text, self.where)
         elif style == "python":
@@ -114,7 +117,7 @@ class _File:
             return YM.patch_yaml(self.text, values, self.where)
         if self.style == "python":
             return PY.patch_python(self.text, values, self.where)
-        return SH.patch_shell(self.text, values, self.style, self.where, keys)
+        return SH.patch_shell(self.text, values, self.style, self.where, keys, self.added_prefix)
 
 
 def _shown(style: str, key: str, old: Any, new: Any) -> str:
@@ -167,9 +170,11 @@ def _read_as(module: Any, path: Path, text: str, old_spec: Any) -> tuple[Any, _F
     best: tuple[int, Any, Any, dict[str, Any]] | None = None
     known = getattr(module, "file_dialect", None)
     dialects = (known(text, str(path)),) if known is not None else module.NATIVE_DIALECTS
+    prefixer = getattr(module, "added_override_prefix", None)
+    added = prefixer(path, text) if prefixer is not None and style == "hydra" else None
     for dialect in dialects:
         old_values, _ = settings(module, old_spec, dialect)
-        f = _File(path, text, style, list(old_values))
+        f = _File(path, text, style, list(old_values), added)
         present = sum(f.value(k) is not None for k in old_values)
         if best is None or present > best[0]:
             best = (present, dialect, f, old_values)

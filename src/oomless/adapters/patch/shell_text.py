@@ -8,13 +8,17 @@ framework's keys. Styles:
 - ``flags``: `--key value` / `--key=value`; booleans written `true`/`false`, lists as words;
 - ``switch_flags``: as ``flags``, but True is the bare `--key` and False removes it (argparse
   store_true, OpenRLHF);
-- ``hydra``: `key=value` (also `+key=` / `++key=`), values in Hydra's override grammar.
+- ``hydra``: `key=value` (also `+key=` / `++key=`), values in Hydra's override grammar. A key
+  the command does not set yet is appended with the prefix the caller's ``added_prefix`` gives it
+  (verl's Hydra adds a key its config lacks only as `+key=`; EasyR1's `OmegaConf.from_cli` knows
+  no prefixes); a key it sets is edited in place, its own prefix kept.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -315,9 +319,15 @@ def current_value(command: _Command, key: str, style: str) -> Any:
     return True if not values else values[0] if len(values) == 1 else values
 
 
-def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys: list[str]) -> str:
+AddedPrefix = Callable[[str], str]
+"""A Hydra-style key the command does not set → the prefix its appended override takes (`+`, or
+"" for a plain `key=value`)."""
+
+
+def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys: list[str],
+                added_prefix: AddedPrefix | None = None) -> str:
     """``text`` with each key set (None: removed, the default applies) in the training command,
-    the one setting the most of ``keys``."""
+    the one setting the most of ``keys``; ``added_prefix``: see `AddedPrefix` (None: plain)."""
     command = pick_command(text, keys, style, where)
     edits: list[Edit] = []
     appended: list[str] = []
@@ -325,7 +335,7 @@ def patch_shell(text: str, values: dict[str, Any], style: str, where: str, keys:
         if key.startswith(ENV_PREFIX):
             _env_edit(command, key[len(ENV_PREFIX):], value, edits)
         elif style == "hydra":
-            _hydra_edit(command, key, value, edits, appended)
+            _hydra_edit(command, key, value, edits, appended, added_prefix)
         else:
             _flag_edit(command, key, value, style, edits, appended)
     if appended:
@@ -343,11 +353,12 @@ def _remove(command: _Command, a: int, b: int, edits: list[Edit]) -> None:
     edits.append(Edit(start, command.words[b - 1].end, ""))
 
 
-def _hydra_edit(command: _Command, key: str, value: Any, edits: list[Edit], appended: list[str]) -> None:
+def _hydra_edit(command: _Command, key: str, value: Any, edits: list[Edit], appended: list[str],
+                added_prefix: AddedPrefix | None) -> None:
     i = command.find_override(key)
     if i is None:
         if value is not None:
-            appended.append(f"{key}={hydra_value(value)}")
+            appended.append(f"{added_prefix(key) if added_prefix else ''}{key}={hydra_value(value)}")
         return
     if value is None:
         _remove(command, i, i + 1, edits)

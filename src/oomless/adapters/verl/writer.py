@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ...errors import InputError
 from .. import _native as N
 from ...mappings import flatten
 from .. import common as C
 from .. import schedule as SCH
 from ..round_trip import prompt_bound_with_images
 from .keys import DEFAULTS, VERSION
-from .reader import R
+from .reader import R, _compose
 
 
 CONFIG_NAME = "verl_ppo"
@@ -27,6 +30,25 @@ def native_settings(spec: Any, dialect: str = VERSION) -> dict[str, Any]:
     `fit --from verl --write` patches into the user's overrides or YAML (one mapping for both)."""
     config = _spec_to_config(spec)
     return flatten({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+
+
+def added_override_prefix(path: Path, text: str) -> Callable[[str], str]:
+    """The prefix `fit --write` gives a key the user's launch script does not set yet: plain
+    `key=value` where the config its command composes has the key (verl's `ppo_trainer` defaults,
+    the script's `--config-name` YAML, its own overrides: `reader._compose`), `+key=value` where
+    it has not, as under a mapping whose default is `{}` or null (`model.override_config`,
+    `optim.override_optimizer_config`, `rollout.engine_kwargs.vllm`).
+    Source: hydra-core 1.3.2 `_internal/config_loader_impl.py` `_apply_overrides_to_config`: main_ppo
+    composes in struct mode, so `key=v` fails where the key is absent ("Could not override ...
+    To append to your config use +key=v") and `+key=v` fails where the key holds a value ("Could not
+    append to config. An item is already at ..."); verl's own examples add keys the same way
+    (`+actor_rollout_ref.rollout.engine_kwargs.vllm.disable_mm_preprocessor_cache=True`).
+    Assumes: the defaults of the verl release the adapter targets (keys.VERSION, keys.DEFAULTS)."""
+    try:
+        present = set(_compose(path, text, N.Collected()).values)
+    except InputError:  # the script does not compose as a whole: verl's defaults alone
+        present = set(DEFAULTS)
+    return lambda key: "" if key in present else "+"
 
 
 def export_spec(spec: Any, out_dir: Path, force: bool) -> list[Path]:
