@@ -347,5 +347,6 @@ def orz_specs(draw: st.DrawFn) -> RunSpec:
                "num_generations": draw(st.sampled_from([1, 2, 4, 8]))},
         lengths=draw(lengths()), kl_beta=draw(st.sampled_from([0.0, 0.01])),
         distribution={"strategy": strategy, "offload_optimizer": strategy != "ddp" and draw(st.booleans())},
+        optimizer_implementation="fused" if strategy == "ddp" else None,  # DeepSpeed FusedAdam at ZeRO stage 0 too
         precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])), gradient_checkpointing=draw(st.booleans()),
         attention=draw(st.sampled_from(["flash_attention_2", "eager"])), ray={"enabled": True})

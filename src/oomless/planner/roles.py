@@ -250,7 +250,9 @@ def amp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
     Source: TRL 1.x GRPOTrainer loads float32 when `model_init_kwargs` names no dtype (its
     docstring; transformers 4.x `from_pretrained` defaulted to fp32 as well); accelerate
     `prepare_model` wraps `forward` in torch.autocast under bf16/fp16; measured on an H200
-    (benchmarks/results/gpu/: load allocates 4 bytes per parameter)."""
+    (benchmarks/results/gpu/: load allocates 4 bytes per parameter).
+    Not distinguished: DeepSpeed at ZeRO stage 0 (OpenRLHF/ORZ `zero_stage 0`, read as ddp)
+    keeps bf16 weights with fp32 masters instead (its BF16_Optimizer); no corpus config uses it."""
     return (
         spec.distribution.strategy == Strategy.ddp
         and spec.precision != Precision.bf16

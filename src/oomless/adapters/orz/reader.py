@@ -29,7 +29,13 @@ from ...errors import InputError
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
+from .. import optim_impl as OI
 from .keys import DEFAULTS
+
+DEEPSPEED_ADAM = "fused"
+"""ORZ's OpenRLHF-derived strategy hands AdamW to DeepSpeed at every ZeRO stage, 0 included:
+FusedAdam (no temporaries of the parameters' size), DeepSpeedCPUAdam with adam_offload
+(orz/ppo/deepspeed_strategy: `create_optimizer`, FusedAdam / DeepSpeedCPUAdam)."""
 
 SUPPORTED_VERSIONS = "Open-Reasoner-Zero 0.1.0 (main, 2025-06; defaults of orz/exps/examples/ppo/ppo_base_exp.py)"
 LOWEST, HIGHEST = "0.1.0", "0.1.0"
@@ -241,6 +247,8 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
         raise InputError("zero_stage", f"{stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
     out.set("distribution", {"strategy": "ddp" if stage == 0 else f"zero{stage}",
                              "offload_optimizer": C.as_bool("adam_offload", v["adam_offload"])})
+    if OI.planned(DEEPSPEED_ADAM, out.spec["distribution"]):  # ZeRO stage 0: DeepSpeed's FusedAdam all the same
+        out.set("optimizer_implementation", DEEPSPEED_ADAM)
     out.set("precision", "bf16_mixed" if C.as_bool("bf16", v["bf16"]) else "fp16_mixed")
     out.set("attention", "flash_attention_2" if C.as_bool("flash_attn", v["flash_attn"]) else "eager")
     out.set("gradient_checkpointing", C.as_bool("gradient_checkpointing", v["gradient_checkpointing"]))

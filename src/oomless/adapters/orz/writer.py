@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 from .. import common as C
+from .. import optim_impl as OI
 from .keys import DEFAULTS
+from .reader import DEEPSPEED_ADAM
 
 
 NATIVE_STYLE = "python"
@@ -49,6 +51,10 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     fw = "orz"
     strategy = C.require(spec, "distribution.strategy", ("ddp", "zero1", "zero2", "zero3"), fw)
     C.require(spec, "distribution.offload_params", (False,), fw)
+    dist = spec.distribution.model_dump(mode="json")
+    if OI.planned(getattr(spec.optimizer_implementation, "value", None), dist) != OI.planned(DEEPSPEED_ADAM, dist):
+        C.cannot_express("optimizer_implementation", f"{spec.optimizer_implementation!r} cannot be written for ORZ: "
+                         "DeepSpeed's FusedAdam steps every ZeRO stage (CPU Adam with adam_offload); allowed: fused")
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "attention", ("flash_attention_2", "eager"), fw)
     C.require(spec, "finetune.method", ("full",), fw)

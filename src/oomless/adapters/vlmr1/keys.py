@@ -10,7 +10,15 @@ DEFAULTS: dict[str, Any] = {
     "beta": 0.04, "gradient_checkpointing": False, "attn_implementation": None, "use_peft": False,
     "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "lora_target_modules": None,
     "freeze_vision_modules": False, "use_vllm": False, "bf16": False, "fp16": False,
+    "optim": "adamw_torch",  # transformers 4.49 TrainingArguments (adamw_torch_fused only from 4.54 with torch 2.8)
 }
+
+
+VLMR1_DEEPSPEED_OPTIMIZER: dict[str, bool] = {
+    "zero2.json": True, "zero3.json": False, "zero3_offload.json": True, "zero_stage2_config.json": False,
+}
+"""Whether each of VLM-R1's own DeepSpeed JSONs (src/open-r1-multimodal/local_scripts/) has an
+`optimizer` section (DeepSpeed then builds its own; without one the Trainer's `optim` steps)."""
 
 
 NO_MEMORY_EFFECT = {
@@ -29,6 +37,7 @@ SPEC_SOURCES: dict[str, str] = {
     "finetune": "--use_peft", "finetune.lora_rank": "--lora_r", "finetune.lora_alpha": "--lora_alpha",
     "gradient_checkpointing": "--gradient_checkpointing", "attention": "--attn_implementation", "kl_beta": "--beta",
     "precision": "--bf16 | --fp16", "hardware.gpus_per_node": "--nproc_per_node", "hardware.num_nodes": "--nnodes",
+    "optimizer_implementation": "--optim",
 }
 """Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
 `oomless import` comments every value with the one the file sets."""

@@ -26,7 +26,8 @@ from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
 from ...frontends.flags import option_value
-from .keys import DEFAULTS, NO_MEMORY_EFFECT
+from .. import optim_impl as OI
+from .keys import DEFAULTS, NO_MEMORY_EFFECT, VLMR1_DEEPSPEED_OPTIMIZER
 
 SUPPORTED_VERSIONS = "VLM-R1 main 2025-2026 (TRL 0.14-era trainer; TRL 0.14 GRPOConfig defaults)"
 LOWEST, HIGHEST = "0.0.0", "0.0.0"
@@ -55,12 +56,17 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     out.set("model", N.model_ref(values.get("model_name_or_path"), "--model_name_or_path", out))
     out.set("hardware", N.hardware(hardware, "vlmr1", C.as_int("--nproc_per_node", nproc, 1) if nproc else None,
                                    C.as_int("--nnodes", nnodes, 1) if nnodes else None, out))
-    out.set("distribution", _deepspeed(values.get("deepspeed"), path, command.cwd, out))
+    distribution, ds_optimizer = _deepspeed(values.get("deepspeed"), path, command.cwd, out)
+    out.set("distribution", distribution)
+    optim = str(given.get("optim", DEFAULTS["optim"]))
+    implementation = OI.from_hf_optim(optim, DEFAULTS["optim"], "deepspeed" if ds_optimizer else None, distribution)
+    if implementation is not None:
+        out.set("optimizer_implementation", implementation)
     _training(values, out)
     for key, value in sorted(given.items()):
         if key in NO_MEMORY_EFFECT:
             out.ignore(f"--{key}", value, "no effect on the planned memory")
-        elif key not in DEFAULTS and key not in ("model_name_or_path", "deepspeed"):
+        elif key not in DEFAULTS and key not in ("model_name_or_path", "deepspeed", "optim"):
             out.ignore(f"--{key}", value, "not used for memory (not understood, or no effect)")
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
 
@@ -93,11 +99,12 @@ def _flags(args: list[str], out: N.Collected) -> dict[str, Any]:
     return given
 
 
-def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, Any]:
+def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> tuple[dict[str, Any], bool]:
     """The DeepSpeed JSON: next to the script, or where the script `cd`s to (from the folder
-    oomless runs in), else VLM-R1's own config of the stage its name says."""
+    oomless runs in), else VLM-R1's own config of the stage its name says; and whether it has
+    an `optimizer` section (DeepSpeed builds its own optimizer: the Trainer's `optim` is unused)."""
     if not ref:
-        return {"strategy": "ddp"}
+        return {"strategy": "ddp"}, False
     SP.checked_path(str(ref), "--deepspeed")
     places = (script.parent / str(ref), Path.cwd() / cwd / str(ref), script.parent / cwd / str(ref), Path.cwd() / str(ref))
     file = next((p for p in places if SP.is_file(p)), None)
@@ -109,7 +116,7 @@ def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, 
         auto = {"reduce_bucket_size": "auto"}
         if match.group(1) == "3":
             auto.update(stage3_prefetch_bucket_size="auto", stage3_param_persistence_threshold="auto")
-        return {"strategy": f"zero{match.group(1)}", **auto}
+        return {"strategy": f"zero{match.group(1)}", **auto}, VLMR1_DEEPSPEED_OPTIMIZER.get(Path(str(ref)).name, True)
     config = load_json(C.read_text(file), str(file))
     zero = config.get("zero_optimization", {}) if isinstance(config, dict) else None
     if not isinstance(zero, dict):
@@ -123,7 +130,7 @@ def _deepspeed(ref: Any, script: Path, cwd: str, out: N.Collected) -> dict[str, 
             dist[key] = zero[key] if zero[key] == "auto" else C.as_int(key, zero[key], 0)
     dist["offload_optimizer"] = _offload_device(zero.get("offload_optimizer")) == "cpu"
     dist["offload_params"] = _offload_device(zero.get("offload_param")) == "cpu"
-    return dist
+    return dist, "optimizer" in config
 
 
 def _offload_device(section: Any) -> Any:

@@ -62,7 +62,24 @@ def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, A
             flags["lora_target_modules"] = ",".join(ft.lora_targets)
     if strategy != "ddp":
         flags["deepspeed"] = _deepspeed_name(strategy, dist)
+    optim = _optim(spec, strategy)
+    if optim is not None:
+        flags["optim"] = optim
     return {f"--{k}": v for k, v in flags.items()}
+
+
+def _optim(spec: Any, strategy: str) -> str | None:
+    """`--optim` where transformers 4.49's default (adamw_torch: foreach) would not be what the spec
+    plans. The JSON written has no `optimizer` section, so the Trainer's optimizer steps under ZeRO
+    too: an unset field there (no step temporaries) is written as the fused kernel."""
+    if spec.distribution.offload_optimizer:
+        return None
+    implementation = getattr(spec.optimizer_implementation, "value", None)
+    if implementation == "for_loop":
+        return "adamw_hf"  # transformers' own per-parameter AdamW (removed in 4.54; VLM-R1 pins 4.49)
+    if implementation == "fused" or (implementation is None and strategy != "ddp"):
+        return "adamw_torch_fused"
+    return None
 
 
 def render_files(spec: Any) -> dict[str, str]:
