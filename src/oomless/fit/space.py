@@ -91,8 +91,9 @@ def states_factor(spec: RunSpec, layout: Layout, sleeping: bool) -> Factor:
         fused = ({}, {"optimizer_implementation": OptimizerImplementation.fused}) if _steps_with_temporaries(spec, strategy) else ({},)
         for params in (False, True) if strategy in SHARDED else (False,):
             for optimizer in (False,) if strategy == Strategy.ddp else (False, True):
+                steps = fused if not optimizer else ({},)  # CPU Adam: no step on the GPU to lighten
                 variants += [{"distribution.strategy": strategy, "distribution.offload_params": params,
-                              "distribution.offload_optimizer": optimizer, **step} for step in fused]
+                              "distribution.offload_optimizer": optimizer, **step} for step in steps]
     if layout.colocated and sleeping:
         variants = [{**v, "rollout.offload_model": m, "rollout.offload_optimizer": o}
                     for v in variants for m in (False, True) for o in (False, True)]
