@@ -15,7 +15,7 @@ mkdir -p "$out"
 echo "$NVML_USED_BEFORE_CUDA_MIB" > "$out/nvml-used-before-cuda.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, transformers, trl, datasets, pyarrow, pydantic, oomless.cli.main; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'pyarrow', pyarrow.__version__)" || exit 4
-python3 benchmarks/gpu/grpo_phases.py --out /tmp/gpu --steps "${STEPS:-2}" --timeout "${PER_MODEL_S:-170}" "$@"
+python3 benchmarks/gpu/grpo_phases.py --out /tmp/gpu --steps "${STEPS:-2}" --timeout "${PER_MODEL_S:-240}" "$@"
 rc=$?
 cp /tmp/gpu/gpu-phases.json /tmp/gpu/gpu-phases.md "$out"/ 2>/dev/null
 tar czf "$out/runs.tgz" -C /tmp/gpu --exclude=model --exclude=final --exclude='checkpoint-*' --exclude='*.safetensors' .

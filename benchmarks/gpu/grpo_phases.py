@@ -36,8 +36,12 @@ from phase_report import markdown, read_telemetry, report, steady_phase_peaks, w
 MODELS = ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct")
 """Three sizes of one family (tied and untied embeddings: 0.5B/1.5B/3B tie, so the family's
 largest term, the vocabulary-wide logits, is the same shape at every size)."""
-STEPS = 3
-RUN_TIMEOUT_S = 170
+STEPS = 2
+"""Step 1 creates AdamW's states; step 2 is the steady state every phase is compared at."""
+RUN_TIMEOUT_S = 240
+"""Per model. On the H200 (2026-11-27) 0.5B and 1.5B took ~214 s together and the 3B alone ~200 s
+(building and saving 6 GB of random weights, loading them, 2 steps, saving the final model): the
+three stay under the 10-minute limit of one device call."""
 VLLM_GPU_MEMORY_UTILIZATION = 0.2
 """vLLM's share when colocated: its weights (≤ 6.2 GB for the 3B in bf16) plus a KV cache of 64
 sequences × 288 tokens (≤ 0.7 GiB for the 3B: 36 layers × 2 × 2 KV heads × 128 × 2 bytes per token)
