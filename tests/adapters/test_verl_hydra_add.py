@@ -27,6 +27,7 @@ from oomless.adapters.verl.writer import render_files
 from oomless.cli.import_cmd import load_native
 from oomless.frontends.hydra import parse_override
 from tests.adapters.test_patch_keys import CORPUS, _changed
+from tests.helpers import merged
 
 VERL_EXAMPLE = CORPUS / "verl/HEAD/examples/grpo_trainer/run_qwen2-7b.sh"
 EASYR1 = CORPUS / "easyr1/HEAD/examples"
@@ -39,17 +40,6 @@ CHANGES = {"optimizer_implementation": "fused", "attention": "eager", "rollout.g
 
 class Refused(Exception):
     """Hydra would stop the run on this override."""
-
-
-def _nested(flat: dict) -> dict:
-    out: dict = {}
-    for key, value in flat.items():
-        *parents, leaf = key.split(".")
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
 
 
 def hydra_apply(base: dict, overrides: list[str]) -> DictConfig:
@@ -88,7 +78,7 @@ def _patched(path: Path) -> tuple[str, str]:
 
 
 def test_the_oracle_refuses_what_hydra_refuses() -> None:
-    base = _nested(DEFAULTS)
+    base = merged({}, **DEFAULTS)
     for refused in ([f"{FUSED}=true"], [f"{ATTENTION}=eager"], [f"+{GPU_MEMORY}=0.4"]):
         with pytest.raises(Refused):
             hydra_apply(base, refused)
@@ -103,7 +93,7 @@ def test_keys_new_to_verl_are_added_with_a_plus(tmp_path: Path) -> None:
     words = main_ppo_overrides(after)
     assert f"+{FUSED}=true" in words and f"+{ATTENTION}=eager" in words
     assert f"{GPU_MEMORY}=0.4" in words and f"{GPU_MEMORY}=0.6" in main_ppo_overrides(before)  # edited in place, plain
-    cfg = hydra_apply(_nested(DEFAULTS), words)
+    cfg = hydra_apply(merged({}, **DEFAULTS), words)
     assert OmegaConf.select(cfg, FUSED) is True and OmegaConf.select(cfg, ATTENTION) == "eager"
 
 
@@ -119,7 +109,7 @@ def test_a_key_the_config_name_yaml_sets_stays_plain(tmp_path: Path) -> None:
     words = main_ppo_overrides(after)
     assert f"{ATTENTION}=eager" in words and f"+{FUSED}=true" in words and f"{GPU_MEMORY}=0.4" in words
     own = yaml.safe_load(files["verl_ppo.yaml"])
-    base = OmegaConf.to_container(OmegaConf.merge(_nested(DEFAULTS), {k: v for k, v in own.items() if k not in ("hydra", "defaults")}))
+    base = OmegaConf.to_container(OmegaConf.merge(merged({}, **DEFAULTS), {k: v for k, v in own.items() if k not in ("hydra", "defaults")}))
     cfg = hydra_apply(base, words)
     assert OmegaConf.select(cfg, ATTENTION) == "eager"
 

@@ -151,9 +151,9 @@ def _fused_adamw(fix: Fix, spec: Any) -> Fix | None:
     """Only where the step does hold temporaries: torch AdamW run foreach or per tensor (the
     spec's, or foreach by default under DDP/FSDP: `planner.roles.optimizer_implementation`)."""
     current = _get(spec, "optimizer_implementation")
-    if current in (None, "fused") or _get(spec, "optimizer") != "adamw":
+    if current is None or _get(spec, "optimizer") != "adamw":
         return None
-    return replace(fix, change=f"{current} → fused")
+    return _concrete(fix, current, spec)  # None where it is fused already
 
 
 def _concrete(fix: Fix, current: Any, spec: Any) -> Fix | None:

@@ -21,6 +21,7 @@ from fractions import Fraction
 from ..catalog.models import ModelArch
 from ..memory import constants as MC
 from ..spec.run import FinetuneMethod, LogitsMode, Optimizer, OptimizerImplementation, RolloutEngine, RunSpec, Strategy
+from ..planner.roles import implementation_under
 from .layouts import Layout
 from .overrides import Overrides, changed
 
@@ -75,12 +76,10 @@ def _options(spec: RunSpec, variants: list[Overrides]) -> tuple[Option, ...]:
 
 
 def _steps_with_temporaries(spec: RunSpec, strategy: Strategy) -> bool:
-    """torch AdamW whose step holds temporaries under ``strategy``: the spec's foreach or
-    per-tensor loop, or unset under DDP/FSDP (torch's foreach default; `planner.roles`)."""
-    impl = spec.optimizer_implementation
-    if spec.optimizer != Optimizer.adamw or impl == OptimizerImplementation.fused:
-        return False
-    return impl is not None or strategy in (Strategy.ddp, Strategy.fsdp)
+    """torch AdamW whose step holds temporaries under ``strategy``: foreach or the per-tensor
+    loop, stated or by default (`planner.roles.implementation_under`)."""
+    implementation = implementation_under(spec.optimizer_implementation, strategy)
+    return spec.optimizer == Optimizer.adamw and implementation not in (None, OptimizerImplementation.fused)
 
 
 def states_factor(spec: RunSpec, layout: Layout, sleeping: bool) -> Factor:

@@ -260,13 +260,18 @@ def amp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
     )
 
 
-def optimizer_implementation(spec: RunSpec) -> OptimizerImplementation | None:
-    """The spec's, else foreach under DDP/FSDP (torch's `_default_to_fused_or_foreach` picks
+def implementation_under(stated: OptimizerImplementation | None, strategy: Strategy) -> OptimizerImplementation | None:
+    """``stated``, else foreach under DDP/FSDP (torch's `_default_to_fused_or_foreach` picks
     foreach for CUDA tensors when neither flag is given: torch/optim/optimizer.py) and None
     (DeepSpeed's own optimizer, no step temporaries) under ZeRO."""
-    if spec.optimizer_implementation is not None:
-        return spec.optimizer_implementation
-    return OptimizerImplementation.foreach if spec.distribution.strategy in (Strategy.ddp, Strategy.fsdp) else None
+    if stated is not None:
+        return stated
+    return OptimizerImplementation.foreach if strategy in (Strategy.ddp, Strategy.fsdp) else None
+
+
+def optimizer_implementation(spec: RunSpec) -> OptimizerImplementation | None:
+    """How the spec's optimizer step runs (`implementation_under` its strategy)."""
+    return implementation_under(spec.optimizer_implementation, spec.distribution.strategy)
 
 
 def step_temporary_bytes(spec: RunSpec, arch: ModelArch, finetune: Finetune, num_trainable: int, n: int) -> int:
@@ -275,15 +280,15 @@ def step_temporary_bytes(spec: RunSpec, arch: ModelArch, finetune: Finetune, num
     flat fp32 partition DeepSpeed hands a client torch optimizer under ZeRO-1/2 (one tensor,
     so for_loop is the same), at most one `sub_group_size` tile under ZeRO-3. None with CPU
     Adam (`offload_optimizer`)."""
-    dist = spec.distribution
-    if dist.offload_optimizer:
+    dist, implementation = spec.distribution, optimizer_implementation(spec)
+    if dist.offload_optimizer or implementation in (None, OptimizerImplementation.fused):
         return 0
     stepped, largest = num_trainable, S.largest_trainable_tensor_elements(arch, finetune)
     if dist.strategy != Strategy.ddp:
         stepped, largest = math.ceil(num_trainable / n), math.ceil(largest / n)
     if dist.strategy in (Strategy.zero1, Strategy.zero2, Strategy.zero3):
         largest = stepped = min(stepped, dist.sub_group_size) if dist.strategy == Strategy.zero3 else stepped
-    return S.optimizer_step_temporary_bytes(spec.optimizer, spec.precision, optimizer_implementation(spec), stepped, largest)
+    return S.optimizer_step_temporary_bytes(spec.optimizer, spec.precision, implementation, stepped, largest)
 
 
 def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
