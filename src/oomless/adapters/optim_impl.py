@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..planner.roles import implementation_under
+from ..spec.enums import Strategy
 from .common import parse_version
 
 FOREACH, FUSED, FOR_LOOP = "foreach", "fused", "for_loop"
@@ -60,9 +62,9 @@ def planned(implementation: str | None, distribution: dict[str, Any]) -> str | N
     anything when the optimizer steps on the CPU). ``distribution``: the spec's section (dict)."""
     if implementation is None or distribution.get("offload_optimizer"):
         return None
-    if distribution.get("strategy", "zero3") in ("ddp", "fsdp"):
-        return None if implementation == FOREACH else implementation
-    return None if implementation == FUSED else implementation
+    default = implementation_under(None, Strategy(distribution.get("strategy", "zero3")))
+    unset_plans = default.value if default is not None else FUSED  # DeepSpeed's own: no temporaries, as fused
+    return None if implementation == unset_plans else implementation
 
 
 def from_hf_optim(optim: str | None, default: str, ds_optimizer: str | None, distribution: dict[str, Any]) -> str | None:
