@@ -47,26 +47,33 @@ VLLM_GPU_MEMORY_UTILIZATION = 0.2
 sequences × 288 tokens (≤ 0.7 GiB for the 3B: 36 layers × 2 × 2 KV heads × 128 × 2 bytes per token)
 fit in 16 GiB of an 80 GB card, and the 3B's trainer (~58 GiB at its optimizer step, measured on
 the H200) keeps room beside it (at 0.3 its plan does not fit an H100)."""
-"""Per model, so three models stay under the 10-minute budget of one device call."""
 MIB = 1 << 20
 NVML_BEFORE_CUDA_ENV = "NVML_USED_BEFORE_CUDA_MIB"
 """NVML's used MiB before anything on the machine initialised CUDA, set by device_run.sh
 (`nvidia-smi` as its first command): the driver's own reservation, apart from any CUDA context."""
 
 
+LORA = {"lora_rank": 32, "lora_alpha": 32, "lora_dropout": 0.05,
+        "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}
+"""LoRA/QLoRA runs: the adapter TRL's QLoRA notebook (examples/notebooks/grpo_trl_lora_qlora.ipynb)
+trains, r 32 on all seven projections, with PEFT's default dropout 0.05 as TRL's ModelConfig sets it."""
+
+
 def harness_spec(config_file: str, *, gpu: str, engine: str, steps: int, output_dir: str,
-                 host_ram_gib: float = 64.0, completion_tokens: int = 256) -> dict[str, Any]:
-    """The spec planned and trained for one model: full fine-tuning, AdamW, one GPU, worst-case
-    lengths reached (random weights rarely emit EOS, so completions run to the limit)."""
+                 host_ram_gib: float = 64.0, completion_tokens: int = 256, method: str = "full",
+                 optimizer: str = "adamw") -> dict[str, Any]:
+    """The spec planned and trained for one model: full fine-tuning (or LoRA/QLoRA with `LORA`),
+    AdamW (or bitsandbytes' 8-bit AdamW), one GPU, worst-case lengths reached (random weights
+    rarely emit EOS, so completions run to the limit)."""
     rollout: dict[str, Any] = {"engine": engine}
     if engine == "vllm_colocate":
         rollout.update(gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION, tensor_parallel_size=1, sleep_level=0)
     return {
         "model": config_file,
         "hardware": {"gpu": gpu, "gpus_per_node": 1, "num_nodes": 1, "host_ram_gib": host_ram_gib},
-        "finetune": {"method": "full"},
+        "finetune": {"method": method, **(LORA if method != "full" else {})},
         "precision": "bf16_mixed",
-        "optimizer": "adamw",
+        "optimizer": optimizer,
         "distribution": {"strategy": "ddp"},
         "gradient_checkpointing": True,
         "attention": "sdpa",
@@ -125,13 +132,18 @@ def _environment(gpu_name: str) -> dict[str, Any]:
     import transformers
     import trl
 
-    vllm = None
-    if importlib.util.find_spec("vllm") is not None:
-        import vllm as vllm_module
+    def version(name: str) -> str | None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
 
-        vllm = vllm_module.__version__
+        try:
+            return installed(name)
+        except PackageNotFoundError:
+            return None
+
     return {"gpu": gpu_name, "torch": torch.__version__, "transformers": transformers.__version__,
-            "trl": trl.__version__, "vllm": vllm, "python": platform.python_version(),
+            "trl": trl.__version__, "vllm": version("vllm"), "peft": version("peft"),
+            "bitsandbytes": version("bitsandbytes"), "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d"), "nvml_used_before_cuda_bytes": nvml_used_before_cuda_bytes(dict(os.environ))}
 
 
@@ -146,7 +158,8 @@ def gpu_catalog_id(device_name: str) -> str:
 
 
 def run_model(model_id: str, out: Path, engine: str, gpu: str, steps: int, *, timeout_s: int = RUN_TIMEOUT_S,
-              completion_tokens: int = 256) -> tuple[list[dict[str, Any]], dict | None]:
+              completion_tokens: int = 256, method: str = "full",
+              optimizer: str = "adamw") -> tuple[list[dict[str, Any]], dict | None]:
     """Plan and train one model in ``out/<name>``; the run's files land in ``out/<name>/run`` (the
     spec's output_dir is relative to the working directory, so the run starts there)."""
     import yaml
@@ -154,7 +167,7 @@ def run_model(model_id: str, out: Path, engine: str, gpu: str, steps: int, *, ti
     work = (out / model_id.split("/")[-1]).resolve()
     config = write_model_config(model_id, work)
     spec = harness_spec(config.name, gpu=gpu, engine=engine, steps=steps, output_dir="run",
-                        completion_tokens=completion_tokens)
+                        completion_tokens=completion_tokens, method=method, optimizer=optimizer)
     spec_path = work / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
     cmd = [sys.executable, "-c", "from oomless.cli.main import main; main()", "train", str(spec_path), "--force"]
@@ -190,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("auto", "hf", "vllm_colocate"), default="auto")
     parser.add_argument("--timeout", type=int, default=RUN_TIMEOUT_S, help="Seconds per model.")
     parser.add_argument("--completion-tokens", type=int, default=256)
+    parser.add_argument("--method", choices=("full", "lora", "qlora"), default="full",
+                        help="Fine-tuning of every model (lora/qlora: the adapter in LORA; qlora needs bitsandbytes).")
+    parser.add_argument("--optimizer", choices=("adamw", "adamw_8bit"), default="adamw")
     parser.add_argument("--markdown", type=Path, help="Only render this gpu-phases.json (with the telemetry beside it) as markdown.")
     parser.add_argument("--replan", type=Path, metavar="RESULTS",
                         help="No GPU needed: replan each run in RESULTS (e.g. benchmarks/results/gpu) with the current planner "
@@ -213,12 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     gpu = gpu_catalog_id(gpu_now[0])
     args.out.mkdir(parents=True, exist_ok=True)
     document: dict[str, Any] = {"environment": _environment(gpu_now[0]), "rows": [], "failures": [],
+                                "harness": {"method": args.method, "optimizer": args.optimizer, "engine": engine,
+                                            "steps": args.steps, "completion_tokens": args.completion_tokens},
                                 "nvml_used_before_model_bytes": {}}
     for model_id in args.models.split(","):
         before = nvml_gpu()
         document["nvml_used_before_model_bytes"][model_id] = before[1] if before else None
         rows, failure = run_model(model_id, args.out, engine, gpu, args.steps, timeout_s=args.timeout,
-                                  completion_tokens=args.completion_tokens)
+                                  completion_tokens=args.completion_tokens, method=args.method, optimizer=args.optimizer)
         document["rows"] += rows
         if failure:
             document["failures"].append(failure)

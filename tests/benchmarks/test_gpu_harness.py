@@ -42,6 +42,25 @@ def test_harness_specs_plan_and_fit_on_the_gpu_they_run_on(tmp_path: Path, model
     assert plan.fits, f"{model_id} with {engine} must fit an H100 to be measured"
 
 
+@pytest.mark.parametrize("method", ["lora", "qlora"])
+def test_adapter_specs_plan_the_notebook_adapter(tmp_path: Path, method: str) -> None:
+    """--method lora/qlora trains LORA's adapter (r 32 on all seven projections): the plan's
+    trainable parameters are those adapters, and the QLoRA base is smaller than the LoRA one."""
+    config = H.write_model_config("Qwen/Qwen2.5-1.5B-Instruct", tmp_path)
+    specs = {m: parse_spec(H.harness_spec(config.name, gpu="H100-80GB", engine="hf", steps=2, output_dir="run",
+                                          method=m, optimizer="adamw_8bit")) for m in ("lora", method)}
+    plans = {}
+    for m, spec in specs.items():
+        run = resolve(spec, tmp_path)
+        plans[m] = make_plan(run.spec, run.arch, run.gpu, run.archs)
+        assert plans[m].fits and spec.finetune.lora_rank == 32 and len(spec.finetune.lora_targets) == 7
+
+    def load(plan):
+        return next(p for g in plan.devices for p in g.phases if p.name == "load").peak_bytes
+
+    assert (load(plans[method]) < load(plans["lora"])) == (method == "qlora")
+
+
 def test_gpu_catalog_id_of_cuda_device_names() -> None:
     assert H.gpu_catalog_id("NVIDIA H100 80GB HBM3") == "H100-80GB"
     assert H.gpu_catalog_id("NVIDIA H200") == "H200"

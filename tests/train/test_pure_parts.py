@@ -54,6 +54,17 @@ def test_cpu_run_is_fp32_without_vllm() -> None:
     assert any("fp32" in n for n in S.notes(spec, CPU))
 
 
+def test_qlora_loads_the_base_the_plan_sizes() -> None:
+    """QLoRA on a GPU loads a 4-bit NF4, double-quantised base (what `frozen_weight_bytes`
+    sizes), not the half-precision base a LoRA run loads."""
+    kwargs = S.grpo_config_kwargs(spec_of(**{"finetune.method": "qlora"}), spec_of().train, GPU, "out", 10)
+    quant = kwargs["model_init_kwargs"]["quantization_config"]
+    assert quant.load_in_4bit and quant.bnb_4bit_quant_type == "nf4" and quant.bnb_4bit_use_double_quant
+    assert str(quant.bnb_4bit_compute_dtype) == "torch.bfloat16" == "torch." + kwargs["model_init_kwargs"]["dtype"]
+    lora = S.grpo_config_kwargs(spec_of(**{"finetune.method": "lora"}), spec_of().train, GPU, "out", 10)
+    assert "quantization_config" not in lora["model_init_kwargs"]
+
+
 def test_batch_shapes_trl_cannot_run_are_bad_input() -> None:
     with pytest.raises(InputError, match="steps_per_generation"):
         S.batch_layout(spec_of(**{"batch.gradient_accumulation_steps": 4, "batch.steps_per_generation": 6}))
