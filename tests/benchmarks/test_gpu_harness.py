@@ -96,3 +96,11 @@ def test_a_real_cpu_run_aggregates_into_rows_and_a_table(tmp_path: Path) -> None
     table = R.markdown(R.report(tmp_path, replan=False))
     assert "| tiny | hf | train | 2 |" in table
     assert "plan now" not in table  # nothing replanned
+
+
+def test_the_notebook_probe_parses_its_arguments_without_a_gpu() -> None:
+    """benchmarks/gpu/qlora_notebook_probe.py needs a GPU to run; its command line and imports
+    do not (torch and transformers load only inside build/run)."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu" / "qlora_notebook_probe.py"), "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "--prompt-chars" in done.stdout

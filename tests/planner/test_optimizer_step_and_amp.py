@@ -83,7 +83,9 @@ def test_hf_generation_under_amp_keeps_the_autocast_weight_casts() -> None:
     assert S.autocast_weight_cache_bytes(arch) == (S.num_quantizable_parameters(arch) + arch.vocab_size * arch.hidden_size) * 2
     assert "generate.autocast_weight_cache" not in phase({**BASE, "precision": "bf16"}, "rollout")
     assert "generate.autocast_weight_cache" not in phase({**BASE, "distribution": {"strategy": "zero3"}}, "rollout")
-    assert "generate.autocast_weight_cache" not in phase({**BASE, "finetune": {"method": "lora"}}, "rollout")
+    lora = {**BASE, "finetune": {"method": "lora"}}  # only the fp32 adapters are cast (`roles.adapter_bytes`)
+    assert phase(lora, "rollout")["generate.autocast_weight_cache"] == S.num_trainable_parameters(arch, parse_spec(lora).finetune) * 2
+    assert "generate.autocast_weight_cache" not in phase({**lora, "finetune": {"method": "qlora"}}, "rollout")
 
 
 def test_the_h200_measurements_agree_with_the_plan_within_7_percent() -> None:

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomless.planner.gpu_phases import lora_per_token
+from oomless.planner import roles as R
 from oomless.planner.plan import Plan, make_plan
 from oomless.spec.load import parse_spec, resolve
 from tests.helpers import BASE_SPEC, merged, plan_of
@@ -77,7 +78,12 @@ def test_memory_never_falls_as_batch_or_length_grow(data: dict, field: str, extr
 @given(specs())
 def test_model_states_fall_with_each_zero_stage(data: dict) -> None:
     states = [model_states(plan_of(merged(data, **{"distribution.strategy": s}))) for s in ("ddp", "zero1", "zero2", "zero3")]
-    assert states[3] <= states[2] <= states[1] <= states[0]
+    assert states[3] <= states[2] <= states[1]
+    # DDP with bf16 adapters (TRL's QLoRA cast, `roles.adapter_bytes`) steps them in bf16 with no
+    # fp32 master, where DeepSpeed keeps fp32 masters and states: not a smaller layout to compare
+    ddp = parse_spec(merged(data, **{"distribution.strategy": "ddp"}))
+    if R.adapter_bytes(ddp, ddp.finetune) != 2:
+        assert states[1] <= states[0]
 
 
 @PROFILE

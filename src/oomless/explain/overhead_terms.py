@@ -51,3 +51,18 @@ def trainer_cached_blocks(ctx: Ctx, name: str) -> Formula:
     return Formula(total, inputs, "verl #302, ms-swift #5099 (a sleeping engine wakes through cuMem, which cannot use "
                    "blocks the caching allocator holds); " + doc_source(GP.GroupPlanner.cached_blocks_at_wake_up),
                    code_ref(GP.GroupPlanner.cached_blocks_at_wake_up))
+
+
+@gpu(r"model_loading\.allocator_warmup")
+def allocator_warmup(ctx: Ctx, name: str) -> Formula:
+    from ..memory import load_warmup as LW
+    from ..spec.run import Role
+    from .formula import fn_input
+
+    m, spec = ctx.model(Role.actor), ctx.spec
+    block = LW.quantized_load_warmup_bytes(m.arch, spec.finetune, spec.transformers_version)
+    return Formula("max(0, B - W)", (
+        fn_input("B", block, LW.quantized_load_warmup_bytes,
+                 f"transformers {spec.transformers_version}'s warm-up block: one byte per parameter counted"),
+        Input("W", m.weights, "the policy's weights on this GPU, loaded into that block"),
+    ), doc_source(LW.quantized_load_warmup_bytes) or LW.QUANTIZED_HALF_WARMUP, code_ref(GP.GroupPlanner.load_warmup))

@@ -52,6 +52,12 @@ def _unsharded_weights(ctx: Ctx, role: Role) -> Input:
     elif m.trainable and R.amp_fp32_params(spec, _finetune(ctx, role)):
         f = Formula("Psi * FP32_BYTES", (Input("Psi", m.weights_full // C.FP32_BYTES, "parameters of the model, all held in fp32"),
                                          constant(C, "FP32_BYTES")), doc_source(R.amp_fp32_params), code_ref(R.amp_fp32_params))
+    elif role == Role.actor and R.adapter_bytes(spec, spec.finetune) is not None:
+        f = Formula("frozen + Psi_t * ADAPTER_BYTES", (
+            fn_input("frozen", S.frozen_weight_bytes(m.arch, spec.finetune), S.frozen_weight_bytes, "frozen base (LoRA bf16, QLoRA NF4)"),
+            _psi_t(m), fn_input("ADAPTER_BYTES", R.adapter_bytes(spec, spec.finetune), R.adapter_bytes,
+                                "bytes per adapter parameter as the trainer holds it (no other copy)"),
+        ), doc_source(R.adapter_bytes), code_ref(R.adapter_bytes))
     elif role == Role.actor:
         psi_t = S.num_trainable_parameters(m.arch, spec.finetune)
         frozen = S.frozen_weight_bytes(m.arch, spec.finetune)
@@ -106,12 +112,14 @@ def master_weights(ctx: Ctx, name: str) -> Formula:
 
 def _optimizer_states_unsharded(ctx: Ctx, role: Role) -> Input:
     spec, m = ctx.spec, ctx.model(role)
-    total = S.optimizer_state_bytes(m.arch, _finetune(ctx, role), spec.optimizer, spec.precision, m.num_trainable)
+    precision = R.trainable_precision(spec, _finetune(ctx, role))
+    total = S.optimizer_state_bytes(m.arch, _finetune(ctx, role), spec.optimizer, precision, m.num_trainable)
     if spec.optimizer == Optimizer.adamw:
-        dtype = C.BF16_BYTES if spec.precision == Precision.bf16 else C.FP32_BYTES
+        dtype = C.BF16_BYTES if precision == Precision.bf16 else C.FP32_BYTES
         f = Formula("Psi_t * ADAM_NUM_STATES * state_bytes", (
             _psi_t(m), constant(C, "ADAM_NUM_STATES"),
-            Input("state_bytes", dtype, "bytes per state: fp32, or bf16 under pure bf16 (torch keeps states in the parameter dtype)"),
+            Input("state_bytes", dtype, "bytes per state: fp32, or bf16 under pure bf16 or for bf16 adapters "
+                  "(torch keeps states in the parameter dtype)"),
         ), "torch.optim.AdamW (exp_avg, exp_avg_sq); " + ZERO_PAPER, code_ref(S.optimizer_state_bytes))
         return Input("S", total, "optimizer states of all trainable parameters, unsharded", formula=f)
     return fn_input("S", total, S.optimizer_state_bytes, f"{spec.optimizer.value} states of all trainable parameters, unsharded")
@@ -139,6 +147,9 @@ def grads(ctx: Ctx, name: str) -> Formula:
         per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.fsdp_fp32_params)
     elif R.amp_fp32_params(ctx.spec, _finetune(ctx, role)):
         per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.amp_fp32_params)
+    elif R.adapter_bytes(ctx.spec, _finetune(ctx, role)) is not None:
+        per = fn_input("GRAD_BYTES", R.adapter_bytes(ctx.spec, _finetune(ctx, role)), R.adapter_bytes, "gradient bytes: the adapters' dtype")
+        source = doc_source(R.adapter_bytes)
     else:
         per = fn_input("GRAD_BYTES", S.grad_bytes_per_param(ctx.spec.precision), S.grad_bytes_per_param, "gradient bytes per trainable parameter")
         source = doc_source(S.grad_bytes_per_param)
@@ -221,7 +232,12 @@ def step_temporaries(ctx: Ctx, name: str) -> Formula:
 
 @gpu(r"generate\.autocast_weight_cache")
 def autocast_weight_cache(ctx: Ctx, name: str) -> Formula:
-    arch = ctx.model(Role.actor).arch
+    m = ctx.model(Role.actor)
+    arch = m.arch
+    if R.adapter_bytes(ctx.spec, ctx.spec.finetune) == C.FP32_BYTES:
+        return Formula("Psi_t * BF16_BYTES", (_psi_t(m), constant(C, "BF16_BYTES")),
+                       "aten cached_cast keeps bf16 casts of fp32 leaf tensors that require grad (the adapters); "
+                       + doc_source(R.adapter_bytes), code_ref(R.trainable_model))
     return Formula("(decoder_linears + V * h) * BF16_BYTES", (
         fn_input("decoder_linears", S.num_quantizable_parameters(arch), S.num_quantizable_parameters, "decoder linear weights"),
         Input("V", arch.vocab_size, "vocabulary"), Input("h", arch.hidden_size, "hidden size"), constant(C, "BF16_BYTES"),

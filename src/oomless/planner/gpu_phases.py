@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ..memory import activations as A
 from ..memory import constants as C
+from ..memory import load_warmup as LW
 from ..memory import logits as L
 from ..memory import states as S
 from ..memory import vllm as V
@@ -175,7 +176,17 @@ class GroupPlanner(RolloutTerms):
         """After start-up: engine budget reserved, models placed with the optimizer states
         DeepSpeed creates at initialisation (a torch optimizer creates its states at the first
         step: `RoleModel.states_at_first_step`). No activations yet."""
-        return "load", _finish(self.overheads() + self.states("load") + self.engine_awake())
+        return "load", _finish(self.overheads() + self.states("load") + self.engine_awake() + self.load_warmup())
+
+    def load_warmup(self) -> list[Component]:
+        """What transformers' warm-up block of a QLoRA load (`load_warmup.quantized_load_warmup_bytes`)
+        reserves beyond the policy's weights on this GPU: the load peaks at the block. Not with a
+        colocated engine, whose start-up allocations reuse the freed block."""
+        m = self.models.get(Role.actor)
+        if m is None or self.has_engine:
+            return []
+        block = LW.quantized_load_warmup_bytes(m.arch, self.spec.finetune, self.spec.transformers_version)
+        return [_c("model_loading.allocator_warmup", Category.PARAM, max(0, block - m.weights))]
 
     def forward_roles(self) -> tuple[Role, ...]:
         """Models that run a no-grad forward over the rollout batch on this group: the actor

@@ -260,6 +260,30 @@ def amp_fp32_params(spec: RunSpec, finetune: Finetune) -> bool:
     )
 
 
+def adapter_bytes(spec: RunSpec, finetune: Finetune) -> int | None:
+    """Bytes per trainable parameter of LoRA/QLoRA adapters trained by torch AMP (plain DDP,
+    mixed precision): the adapters are held as they are, with no 16-bit working copy and no
+    separate master; their gradients and AdamW states take the same dtype. None elsewhere
+    (full fine-tuning: `amp_fp32_params`; ZeRO and FSDP keep their own layouts).
+    fp32 (4): PEFT's default, `get_peft_model(..., autocast_adapter_dtype=True)` upcasts the
+    adapters to fp32 (peft `tuners_utils._cast_adapter_dtype`). bf16 (2): TRL casts the
+    adapters of a 4-bit base to bf16 (trl/trainer/grpo_trainer.py, 0.26 and 1.16: `param.data =
+    param.data.to(torch.bfloat16)` where `is_loaded_in_4bit`; 0.23-0.25 through
+    `peft_module_casting_to_bf16` under bf16), the QLoRA paper's setting (§3).
+    Measured on an H100 (benchmarks/results/gpu-lora, gpu-qlora: TRL 1.16, peft 0.21, Qwen2.5-1.5B,
+    r 32): LoRA adapters and gradients 4 bytes per parameter, QLoRA 2; neither has another copy."""
+    if finetune.method == FinetuneMethod.full or spec.distribution.strategy != Strategy.ddp or spec.precision == Precision.bf16:
+        return None
+    dtype = finetune.adapter_dtype or ("bf16" if finetune.method == FinetuneMethod.qlora else "fp32")
+    return C.BF16_BYTES if dtype == "bf16" else C.FP32_BYTES
+
+
+def trainable_precision(spec: RunSpec, finetune: Finetune) -> Precision:
+    """The precision the optimizer steps in: pure bf16 for bf16 adapters (`adapter_bytes`), whose
+    AdamW states torch keeps in the parameter dtype; the spec's otherwise."""
+    return Precision.bf16 if adapter_bytes(spec, finetune) == C.BF16_BYTES else spec.precision
+
+
 def implementation_under(stated: OptimizerImplementation | None, strategy: Strategy) -> OptimizerImplementation | None:
     """``stated``, else foreach under DDP/FSDP (torch's `_default_to_fused_or_foreach` picks
     foreach for CUDA tensors when neither flag is given: torch/optim/optimizer.py) and None
@@ -288,7 +312,7 @@ def step_temporary_bytes(spec: RunSpec, arch: ModelArch, finetune: Finetune, num
         stepped, largest = math.ceil(num_trainable / n), math.ceil(largest / n)
     if dist.strategy in (Strategy.zero1, Strategy.zero2, Strategy.zero3):
         largest = stepped = min(stepped, dist.sub_group_size) if dist.strategy == Strategy.zero3 else stepped
-    return S.optimizer_step_temporary_bytes(spec.optimizer, spec.precision, implementation, stepped, largest)
+    return S.optimizer_step_temporary_bytes(spec.optimizer, trainable_precision(spec, finetune), implementation, stepped, largest)
 
 
 def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
@@ -304,7 +328,11 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
     amp = amp_fp32_params(spec, finetune)
     if amp:
         weights_full, grads, master = weights_full // C.BF16_BYTES * C.FP32_BYTES, num_trainable * C.FP32_BYTES, 0
-    states = S.optimizer_state_bytes(arch, finetune, spec.optimizer, spec.precision, num_trainable)
+    adapter = adapter_bytes(spec, finetune)
+    if adapter is not None:  # the adapters as held, in place of the 16-bit copy `policy_weight_bytes` counts
+        weights_full += num_trainable * (adapter - C.BF16_BYTES)
+        grads, master = num_trainable * adapter, 0
+    states = S.optimizer_state_bytes(arch, finetune, spec.optimizer, trainable_precision(spec, finetune), num_trainable)
     on_gpu = not dist.offload_optimizer
     return RoleModel(
         role=role, arch=arch, trainable=True, num_shards=n, num_trainable=num_trainable,
@@ -317,7 +345,7 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
         fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=_reduce_bucket(spec, arch),
         bucket_persistent=dist.strategy == Strategy.zero3, states_at_first_step=optimizer_states_at_first_step(spec),
         step_temporaries=step_temporary_bytes(spec, arch, finetune, num_trainable, n),
-        autocast_cache=S.autocast_weight_cache_bytes(arch) if amp else 0,
+        autocast_cache=S.autocast_weight_cache_bytes(arch) if amp else (num_trainable * C.BF16_BYTES if adapter == C.FP32_BYTES else 0),
     )
 
 

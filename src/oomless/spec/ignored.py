@@ -34,7 +34,7 @@ def ignored_fields(spec: RunSpec) -> list[str]:
         out.extend(f"{section}.{n} is ignored: {why}" for n in names)
 
     if spec.finetune.method == FinetuneMethod.full:
-        add("finetune", _set(spec.finetune, ("lora_rank", "lora_alpha", "lora_targets")), "finetune.method is full")
+        add("finetune", _set(spec.finetune, ("lora_rank", "lora_alpha", "lora_targets", "adapter_dtype")), "finetune.method is full")
     ro = spec.rollout
     if ro.engine == RolloutEngine.hf:
         add("rollout", _set(ro, _VLLM_FIELDS), "rollout.engine is hf (no vLLM)")

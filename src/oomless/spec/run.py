@@ -77,6 +77,12 @@ class Finetune(_Frozen):
         description="Linear modules carrying adapters: `all-linear` or names such as "
         "[q_proj, v_proj]. Default all-linear.",
     )
+    adapter_dtype: Literal["fp32", "bf16"] | None = Field(
+        None,
+        description="dtype the trainer holds the adapters in under plain DDP with mixed precision (no separate "
+        "master copy; gradients and AdamW states alike): fp32 (PEFT's default) or bf16 (TRL casts QLoRA adapters). "
+        "Default: bf16 for qlora, fp32 for lora.",
+    )
 
 
 class Distribution(_Frozen):
