@@ -112,9 +112,64 @@ def run(folder: Path, out: Path, *, steps: int, prompt_chars: int, liger: bool) 
     return 0
 
 
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK_CONFIG = ROOT / "tests" / "published_figures" / "configs" / "trl_nb_qlora_qwen2_7b_t4.yaml"
+"""The notebook's run as a TRL config (its directive names trl 0.26, transformers 4.57 and the prompt bound)."""
+
+
+def _pct(planned: int, measured: int) -> float:
+    return round(100 * (planned - measured) / measured, 2)
+
+
+def plan_of_probe(probe: dict[str, Any]) -> dict[str, int]:
+    """The current plan of the notebook config at the probe's prompt length on an H100, by phase,
+    less the CUDA context (what torch's allocator statistics can see)."""
+    import subprocess
+    import tempfile
+
+    text = NOTEBOOK_CONFIG.read_text(encoding="utf-8")
+    first, rest = text.split("\n", 1)
+    first = " ".join(w if not w.startswith("max_prompt_tokens=") else f"max_prompt_tokens={probe['prompt_tokens']}"
+                     for w in first.split(" "))
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "notebook.yaml"
+        config.write_text(first + "\n" + rest, encoding="utf-8")
+        done = subprocess.run([sys.executable, "-c", "from oomless.cli.main import main; main()", "plan", "--from", "trl",
+                               str(config), "--gpu", "H100-80GB", "--json"], capture_output=True, text=True, check=False)
+    phases = json.loads(done.stdout)["gpu"]["phases"]
+    return {p["name"]: p["peak_bytes"] - p["components"].get("cuda_context", 0) for p in phases}
+
+
+def report(folder: Path) -> dict[str, Any]:
+    """Each probe of ``folder`` against the current plan: the load (cell 33's max_memory_reserved
+    after the trainer is built, and max_memory_allocated after from_pretrained) and the step (the
+    largest phase of the plan against max_memory_allocated and max_memory_reserved after it)."""
+    rows = []
+    for path in sorted(folder.glob("probe-*.json")):
+        probe = json.loads(path.read_text(encoding="utf-8"))
+        stages = {s["stage"]: s for s in probe["stages"]}
+        step = next(v for k, v in stages.items() if k.startswith("after_"))
+        plan = plan_of_probe(probe)
+        step_plan = max(plan[p] for p in plan if p != "load")
+        rows.append({
+            "probe": path.name, "prompt_tokens": probe["prompt_tokens"], "completion_tokens": 256,
+            "load_plan_bytes": plan["load"],
+            "load_max_allocated_bytes": stages["from_pretrained"]["max_allocated_bytes"],
+            "trainer_built_max_reserved_bytes": stages["trainer_built"]["max_reserved_bytes"],
+            "load_error_vs_reserved_pct": _pct(plan["load"], stages["trainer_built"]["max_reserved_bytes"]),
+            "step_plan_bytes": step_plan,
+            "step_max_allocated_bytes": step["max_allocated_bytes"], "step_max_reserved_bytes": step["max_reserved_bytes"],
+            "step_error_vs_allocated_pct": _pct(step_plan, step["max_allocated_bytes"]),
+            "step_error_vs_reserved_pct": _pct(step_plan, step["max_reserved_bytes"]),
+        })
+    first = json.loads(sorted(folder.glob("probe-*.json"))[0].read_text(encoding="utf-8"))
+    return {"versions": first["versions"], "gpu": first["gpu"], "liger": first["liger"], "rows": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("build", "run"))
+    parser.add_argument("what", choices=("build", "run", "report"),
+                        help="report: the probes in --dir against the current plan, written to --dir/report.json (no GPU)")
     parser.add_argument("--model", default="Qwen/Qwen2-7B-Instruct")
     parser.add_argument("--dir", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=Path("qlora-notebook-probe.json"))
@@ -122,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-chars", type=int, default=400)
     parser.add_argument("--no-liger", action="store_true")
     args = parser.parse_args(argv)
+    if args.what == "report":
+        (args.dir / "report.json").write_text(json.dumps(report(args.dir), indent=2) + "\n", encoding="utf-8")
+        print((args.dir / "report.json").read_text(encoding="utf-8"))
+        return 0
     if args.what == "build":
         build(args.model, args.dir)
         return 0
