@@ -57,7 +57,7 @@ def activations(ctx: Ctx, name: str) -> Formula:
     common = (
         Input("L", arch.num_layers, "decoder layers"), b, s,
         fn_input("rotary", A.rotary_table_bytes(arch, mb.row_len), A.rotary_table_bytes),
-        fn_input("head", A.head_saved_bytes_per_token(arch), A.head_saved_bytes_per_token),
+        fn_input("head", A.head_saved_bytes_per_token(arch, GP.liger_kernels_in(spec, ctx.role)), A.head_saved_bytes_per_token),
         fn_input("head_const", A.head_constant_bytes(arch), A.head_constant_bytes, "the final norm's weight copy"),
     )
     tail = " + rotary + b * s * head + head_const"
@@ -68,7 +68,7 @@ def activations(ctx: Ctx, name: str) -> Formula:
         ), doc_source(A.checkpointed_layer_input_bytes_per_token), code_ref(A.training_saved_activation_bytes))
     return Formula("L * (b * layer_saved + layer_const)" + tail, (
         *common,
-        fn_input("layer_saved", A.decoder_layer_saved_bytes_per_sequence(arch, attn, mb.row_len, _lora(ctx), sp),
+        fn_input("layer_saved", A.decoder_layer_saved_bytes_per_sequence(arch, attn, mb.row_len, _lora(ctx), sp, GP.liger_kernels_in(spec, ctx.role)),
                  A.decoder_layer_saved_bytes_per_sequence, "what one decoder layer keeps for backward per row (norms, q/k norms, MLP, attention core, LoRA branches)"),
         fn_input("layer_const", A.decoder_layer_constant_bytes(arch, attn), A.decoder_layer_constant_bytes),
     ), "Korthikanti et al. 2022 (arXiv 2205.05198) §4.1, tensor by tensor from transformers' decoder (memory/activations.py); "
@@ -149,7 +149,8 @@ def ulysses(ctx: Ctx, name: str) -> Formula:
 
 def _transient(ctx: Ctx) -> tuple[int, int]:
     spec, mb, arch = ctx.spec, ctx.shape.train_batch, ctx.model(ctx.role).arch
-    args = (arch, spec.attention, spec.gradient_checkpointing, mb.num_rows, mb.row_len, _lora(ctx), mb.sequence_parallel_size)
+    args = (arch, spec.attention, spec.gradient_checkpointing, mb.num_rows, mb.row_len, _lora(ctx), mb.sequence_parallel_size,
+            GP.liger_kernels_in(spec, ctx.role))
     return A.backward_transient_bytes(*args), A.ulysses_all_to_all_bytes(arch, mb.num_rows, mb.row_len, mb.sequence_parallel_size)
 
 

@@ -8,6 +8,7 @@ assumptions). Symbols: h hidden, I intermediate, k experts per token.
 from __future__ import annotations
 
 from ..catalog.models import ModelArch
+from .activation_liger import liger_mlp_backward_peak_bytes_per_token, liger_mlp_saved_bytes_per_token, liger_patches_layers
 from .activation_units import B, F, INDEX_BYTES, coefficients
 
 MOE_ROUTING_INDEX_TENSORS = 4
@@ -26,7 +27,7 @@ gradient, two bf16 [.., I] tensors, while the GELU output has been freed; in gen
 activation's traced backward peak (`FamilyCoefficients.mlp_activation_backward_peak_bytes_per_element`)."""
 
 
-def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
+def mlp_saved_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
     """Gated MLP (SwiGLU, Gemma's GELU-tanh): gate output (activation backward), activation
     and up outputs (product backward), the product (down_proj input): 4 × 2I. The input is the
     norm output (`norms_saved_bytes_per_token`).
@@ -42,7 +43,11 @@ def mlp_saved_bytes_per_token(arch: ModelArch) -> int:
     (GPTNeoXMLP), phi/modeling_phi.py (PhiMLP), starcoder2/modeling_starcoder2.py.
     A dense MLP's activation function made of several ops keeps its intermediates too
     (`mlp_activation_saved_bytes_per_token`).
+
+    Liger's SwiGLU, where it replaces the MLP: `activation_liger.liger_mlp_saved_bytes_per_token`.
     """
+    if liger_patches_layers(arch, liger_kernels):
+        return liger_mlp_saved_bytes_per_token(arch)
     h = arch.hidden_size
     if not arch.num_experts:
         return (4 if arch.mlp_gated else 2) * B * arch.intermediate_size + mlp_activation_saved_bytes_per_token(arch)
@@ -71,10 +76,13 @@ def plain_mlp_backward_temporaries_bytes_per_token(arch: ModelArch) -> int:
     return coefficients(arch).mlp_activation_backward_peak_bytes_per_element * arch.intermediate_size
 
 
-def mlp_backward_peak_bytes_per_token(arch: ModelArch) -> int:
+def mlp_backward_peak_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
     """The MLP's part at its backward peak: dense, its kept tensors minus the product plus the
-    product's, gate's and up's gradients (plain: `plain_mlp_backward_temporaries_bytes_per_token`);
+    product's, gate's and up's gradients (plain: `plain_mlp_backward_temporaries_bytes_per_token`;
+    Liger's SwiGLU: `activation_liger.liger_mlp_backward_peak_bytes_per_token`);
     MoE, all its kept tensors plus the combine's backward (`MOE_COMBINE_BACKWARD_TEMPORARIES`)."""
+    if liger_patches_layers(arch, liger_kernels):
+        return liger_mlp_backward_peak_bytes_per_token(arch)
     if not arch.num_experts:
         i = arch.intermediate_size
         if not arch.mlp_gated:

@@ -10,6 +10,7 @@ starcoder2, olmo2 decoder layers; PyTorch derivatives.yaml (`native_layer_norm`)
 from __future__ import annotations
 
 from ..catalog.models import ModelArch
+from .activation_liger import liger_norm_backward_peak_bytes_per_token, liger_norm_saved_bytes_per_token, liger_patches_layers
 from .activation_units import B, F, coefficients
 
 RMSNORM_SAVED_BYTES_PER_ELEMENT = F + B
@@ -90,6 +91,14 @@ def decoder_norm_saved_bytes_per_token(arch: ModelArch, width: int, rows: int = 
     return coefficients(arch).norm_saved_bytes_per_element * width * rows + INVERSE_RMS_BYTES * rows
 
 
+def hidden_norm_saved_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
+    """One hidden-width decoder or final norm (`decoder_norm_saved_bytes_per_token`), or
+    Liger's RMSNorm where it replaces it (`activation_liger.liger_norm_saved_bytes_per_token`)."""
+    if liger_patches_layers(arch, liger_kernels):
+        return liger_norm_saved_bytes_per_token(arch)
+    return decoder_norm_saved_bytes_per_token(arch, arch.hidden_size)
+
+
 def num_linear_inputs_per_layer(arch: ModelArch) -> int:
     """bf16 [.., h] tensors the layer's first linears keep as their input: the attention's and
     the MLP's (``NORM_OUTPUTS_CONSUMED_PER_LAYER``), one when both read one norm (Phi-2)."""
@@ -108,10 +117,10 @@ def num_residual_inputs_saved_per_layer(arch: ModelArch) -> int:
     return 1 if arch.parallel_residual else 2
 
 
-def norms_saved_bytes_per_token(arch: ModelArch) -> int:
-    """The layer's norms, the inputs its linears keep (2h each) and, for LayerNorm, the
-    residual-stream inputs the norms keep (2h each)."""
-    norms = num_decoder_norms(arch) * decoder_norm_saved_bytes_per_token(arch, arch.hidden_size)
+def norms_saved_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
+    """The layer's norms (`hidden_norm_saved_bytes_per_token`), the inputs its linears keep
+    (2h each) and, for LayerNorm, the residual-stream inputs the norms keep (2h each)."""
+    norms = num_decoder_norms(arch) * hidden_norm_saved_bytes_per_token(arch, liger_kernels)
     kept = num_linear_inputs_per_layer(arch) + num_residual_inputs_saved_per_layer(arch)
     return norms + kept * B * arch.hidden_size
 
@@ -131,9 +140,12 @@ def qk_norm_saved_bytes_per_token(arch: ModelArch) -> int:
             + decoder_norm_saved_bytes_per_token(arch, d, k) + inputs)
 
 
-def norm_backward_peak_bytes_per_token(arch: ModelArch) -> int:
-    """One RMSNorm's backward at its peak (`FamilyCoefficients.norm_backward_peak_bytes_per_element`),
-    or a LayerNorm's (`LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT`)."""
+def norm_backward_peak_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
+    """One RMSNorm's backward at its peak (`FamilyCoefficients.norm_backward_peak_bytes_per_element`;
+    Liger's, `activation_liger.liger_norm_backward_peak_bytes_per_token`), or a LayerNorm's
+    (`LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT`)."""
+    if liger_patches_layers(arch, liger_kernels):
+        return liger_norm_backward_peak_bytes_per_token(arch)
     if is_layer_norm(arch):
         return LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT * arch.hidden_size
     return coefficients(arch).norm_backward_peak_bytes_per_element * arch.hidden_size

@@ -27,6 +27,10 @@ frozen LM head and embeddings are taken out): traced, it agrees within 5 % with 
 (seed S1: −1.9 %) and is 12–18 % conservative without (a frozen base keeps fewer tensors);
 CUDA kernels' internal workspaces are not counted (`oomless.trace.attention`). Hybrid models'
 Gated DeltaNet layers are planned as full-attention layers (`activation_model_warnings`).
+With ``liger_kernels`` (`RunSpec.liger_kernels`) Liger's
+RMSNorm and SwiGLU replace the HF modules' terms in Llama, Mistral, Qwen2 and Qwen3 layers in
+training (`activation_liger.py`, from liger-kernel's autograd Functions; not traced: the tracer
+cannot run Triton kernels); no-grad forwards are planned as without it.
 Families beyond the Llama layer follow ``ModelArch`` fields, not family names: a plain MLP
 (`mlp_gated`), LayerNorm (`norm_type`: input + fp32 mean/rstd), a parallel residual, post-norms
 only (OLMo2), q/k norms over the whole projection, a fused q/k/v without GQA; traced on tiny
@@ -49,6 +53,7 @@ from .activation_attention import (  # noqa: F401  (re-exported: planner, tests)
     dense_attention_mask_bytes, fused_qkv_kept_bytes_per_token, sdpa_bias_bytes_per_sequence,
     ulysses_all_to_all_bytes, ulysses_attention_view,
 )
+from .activation_liger import liger_checkpointed_input_reused_bytes_per_token, liger_patches_layers
 from .activation_mlp import (  # noqa: F401  (re-exported)
     GATED_MLP_BACKWARD_TEMPORARIES, MOE_COMBINE_BACKWARD_TEMPORARIES, MOE_ROUTING_INDEX_TENSORS,
     PLAIN_MLP_BACKWARD_TEMPORARIES, lora_saved_bytes_per_token, mlp_activation_saved_bytes_per_token,
@@ -58,7 +63,7 @@ from .activation_norms import (  # noqa: F401  (re-exported)
     INVERSE_RMS_BYTES, LAYER_NORM_BACKWARD_PEAK_BYTES_PER_ELEMENT, LAYER_NORM_STATS_BYTES,
     NORM_OUTPUTS_CONSUMED_PER_LAYER, RMSNORM_SAVED_BYTES_PER_ELEMENT, decoder_norm_saved_bytes_per_token,
     has_post_sublayer_norms, is_layer_norm, layer_norm_input_copy_bytes_per_element, layer_norm_keeps_residual_input,
-    norm_backward_peak_bytes_per_token, norms_saved_bytes_per_token,
+    hidden_norm_saved_bytes_per_token, norm_backward_peak_bytes_per_token, norms_saved_bytes_per_token,
     num_decoder_norms, num_linear_inputs_per_layer, num_residual_inputs_saved_per_layer, post_norms_only,
     qk_norm_saved_bytes_per_token, rmsnorm_saved_bytes_per_token,
 )
@@ -71,10 +76,13 @@ from .activation_units import (  # noqa: F401  (re-exported)
 
 def decoder_layer_saved_bytes_per_sequence(
     arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0, sequence_parallel_size: int = 1,
+    liger_kernels: bool = False,
 ) -> int:
     """All bytes one decoder layer keeps for backward for one sequence (no checkpointing);
-    ``seq_len`` is this GPU's share of it under sequence parallelism."""
-    per_token = norms_saved_bytes_per_token(arch) + qk_norm_saved_bytes_per_token(arch) + mlp_saved_bytes_per_token(arch) + lora_per_token
+    ``seq_len`` is this GPU's share of it under sequence parallelism; ``liger_kernels``: Liger's
+    RMSNorm and SwiGLU where they replace the layer's (`activation_liger.py`)."""
+    per_token = (norms_saved_bytes_per_token(arch, liger_kernels) + qk_norm_saved_bytes_per_token(arch)
+                 + mlp_saved_bytes_per_token(arch, liger_kernels) + lora_per_token)
     return per_token * seq_len + attention_core_saved_bytes_per_sequence(arch, attention, seq_len, sequence_parallel_size)
 
 
@@ -112,12 +120,12 @@ def rotary_table_bytes(arch: ModelArch, seq_len: int) -> int:
     return coefficients(arch).rotary_tables * 2 * B * seq_len * rotary_dim
 
 
-def head_saved_bytes_per_token(arch: ModelArch) -> int:
+def head_saved_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
     """The final norm (without its output: the LM head keeps only the completion rows of it,
     counted with the logits, `logits.lm_head_input_bytes`); a LayerNorm on the bf16 stream keeps its input too,
-    the last layer's output."""
+    the last layer's output (so does Liger's RMSNorm, `hidden_norm_saved_bytes_per_token`)."""
     residual = B * arch.hidden_size if layer_norm_keeps_residual_input(arch) else 0
-    return decoder_norm_saved_bytes_per_token(arch, arch.hidden_size) + residual
+    return hidden_norm_saved_bytes_per_token(arch, liger_kernels) + residual
 
 
 def head_constant_bytes(arch: ModelArch) -> int:
@@ -133,11 +141,14 @@ def checkpointed_layer_input_bytes_per_token(arch: ModelArch) -> int:
     return B * arch.hidden_size
 
 
-def checkpointed_input_reused_bytes_per_token(arch: ModelArch) -> int:
+def checkpointed_input_reused_bytes_per_token(arch: ModelArch, liger_kernels: bool = False) -> int:
     """Bytes per token of a recomputed layer's saved tensors that are its checkpointed input
     itself: a LayerNorm on the bf16 stream (or OLMo2's q/k/v projections, after no norm) saves the layer's input
-    (OLMo-1's upcast copy is a new tensor),
+    (OLMo-1's upcast copy is a new tensor), as does Liger's RMSNorm
+    (`activation_liger.liger_checkpointed_input_reused_bytes_per_token`),
     the storage the checkpoint already holds, so the recomputation does not add it again."""
+    if liger_patches_layers(arch, liger_kernels):
+        return liger_checkpointed_input_reused_bytes_per_token(arch)
     return B * arch.hidden_size if layer_norm_keeps_residual_input(arch) or post_norms_only(arch) else 0
 
 
@@ -157,19 +168,20 @@ def checkpoint_shared_input_bytes(arch: ModelArch, attention: AttentionImpl, num
 
 def training_saved_activation_bytes(
     arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
-    lora_per_token: int = 0, sequence_parallel_size: int = 1,
+    lora_per_token: int = 0, sequence_parallel_size: int = 1, liger_kernels: bool = False,
 ) -> int:
     """Activations alive at the end of the training forward of one micro-batch, except the
     logits and the LM head's input (`logits.py`): every layer's saved tensors (with LoRA, the
     adapter branches' ``lora_per_token`` too) or, with checkpointing, every layer's input and
-    the shared checkpoint inputs; the rotary tables; the final norm."""
-    b, s, n = num_sequences, seq_len, arch.num_layers
+    the shared checkpoint inputs; the rotary tables; the final norm. ``liger_kernels``: the
+    run applies Liger's RMSNorm/SwiGLU/RoPE (`activation_liger.py`)."""
+    b, s, n, lk = num_sequences, seq_len, arch.num_layers, liger_kernels
     if checkpointing:
         layers = n * b * s * checkpointed_layer_input_bytes_per_token(arch) + checkpoint_shared_input_bytes(arch, attention, b, s)
     else:
-        layers = n * (b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sequence_parallel_size)
+        layers = n * (b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sequence_parallel_size, lk)
                       + decoder_layer_constant_bytes(arch, attention))
-    return layers + rotary_table_bytes(arch, s) + b * s * head_saved_bytes_per_token(arch) + head_constant_bytes(arch)
+    return layers + rotary_table_bytes(arch, s) + b * s * head_saved_bytes_per_token(arch, lk) + head_constant_bytes(arch)
 
 
 # --- backward ------------------------------------------------------------------------------
@@ -177,6 +189,7 @@ def training_saved_activation_bytes(
 
 def layer_backward_peak_bytes_per_sequence(
     arch: ModelArch, attention: AttentionImpl, seq_len: int, lora_per_token: int = 0, sequence_parallel_size: int = 1,
+    liger_kernels: bool = False,
 ) -> int:
     """The most one decoder layer holds during its own backward (its remaining saved tensors
     and the temporaries), with the incoming residual gradient (2h), as the largest of:
@@ -190,17 +203,17 @@ def layer_backward_peak_bytes_per_sequence(
       gradients (sdpa/flash: dq, dk, dv and the output gradient; eager: the fp32 gradient of
       the probabilities and of the scores).
     """
-    h, s, sp = arch.hidden_size, seq_len, sequence_parallel_size
-    saved = decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp)
+    h, s, sp, lk = arch.hidden_size, seq_len, sequence_parallel_size, liger_kernels
+    saved = decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp, lk)
     grad_in = GRAD_IN_BYTES_PER_ELEMENT * h * s
     # Gemma, OLMo2: the post-sublayer norm's backward makes the sublayer's output gradient, besides the residual's.
     post = has_post_sublayer_norms(arch)
     sublayer_grad_in = 2 * grad_in if post else grad_in
-    norm_backward = norm_backward_peak_bytes_per_token(arch) * s
+    norm_backward = norm_backward_peak_bytes_per_token(arch, lk) * s
     post_mlp_norm = decoder_norm_saved_bytes_per_token(arch, h) * s if post else 0
-    mlp_kept = mlp_saved_bytes_per_token(arch) * s
-    mlp = saved - post_mlp_norm - mlp_kept + mlp_backward_peak_bytes_per_token(arch) * s + sublayer_grad_in
-    norm_part = (decoder_norm_saved_bytes_per_token(arch, h) + B * h) * s
+    mlp_kept = mlp_saved_bytes_per_token(arch, lk) * s
+    mlp = saved - post_mlp_norm - mlp_kept + mlp_backward_peak_bytes_per_token(arch, lk) * s + sublayer_grad_in
+    norm_part = (hidden_norm_saved_bytes_per_token(arch, lk) + B * h) * s
     pre_mlp_norm = saved - post_mlp_norm - mlp_kept - norm_part + norm_backward + grad_in
     attn = norm_part + qk_norm_saved_bytes_per_token(arch) * s + attention_backward_bytes_per_sequence(arch, attention, s, sp) + sublayer_grad_in
     moments = [mlp, pre_mlp_norm, attn]
@@ -224,7 +237,7 @@ def tied_head_gradient_bytes(arch: ModelArch) -> int:
 
 def backward_transient_bytes(
     arch: ModelArch, attention: AttentionImpl, checkpointing: bool, num_sequences: int, seq_len: int,
-    lora_per_token: int = 0, sequence_parallel_size: int = 1,
+    lora_per_token: int = 0, sequence_parallel_size: int = 1, liger_kernels: bool = False,
 ) -> int:
     """How far backward rises above `training_saved_activation_bytes`, at its largest of:
 
@@ -238,17 +251,17 @@ def backward_transient_bytes(
     and the embedding's backward ends with both gradients alive.
     Source: the autograd order of the traced step (`oomless trace`).
     """
-    b, s, sp = num_sequences, seq_len, sequence_parallel_size
-    saved = training_saved_activation_bytes(arch, attention, checkpointing, b, s, lora_per_token, sp)
+    b, s, sp, lk = num_sequences, seq_len, sequence_parallel_size, liger_kernels
+    saved = training_saved_activation_bytes(arch, attention, checkpointing, b, s, lora_per_token, sp, lk)
     tied = 0 if lora_per_token else tied_head_gradient_bytes(arch)  # LoRA: the embeddings are frozen
-    without_head = saved - b * s * head_saved_bytes_per_token(arch) + tied
-    final_norm = without_head + b * s * norm_backward_peak_bytes_per_token(arch)
-    layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token, sp)
+    without_head = saved - b * s * head_saved_bytes_per_token(arch, lk) + tied
+    final_norm = without_head + b * s * norm_backward_peak_bytes_per_token(arch, lk)
+    layer = b * layer_backward_peak_bytes_per_sequence(arch, attention, s, lora_per_token, sp, lk)
     if checkpointing:
-        reused = b * s * checkpointed_input_reused_bytes_per_token(arch)
+        reused = b * s * checkpointed_input_reused_bytes_per_token(arch, lk)
         top_layer = without_head + layer - reused + decoder_layer_constant_bytes(arch, attention)
     else:
-        top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp) + layer
+        top_layer = without_head - b * decoder_layer_saved_bytes_per_sequence(arch, attention, s, lora_per_token, sp, lk) + layer
     embedding = TIED_GRADIENT_COPIES_AT_EMBEDDING_BACKWARD * tied
     return max(final_norm, top_layer, embedding, saved) - saved
 

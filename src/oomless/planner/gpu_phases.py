@@ -49,6 +49,13 @@ _STATES, _TRAINING_WORK, _FORWARD_WORK = Memo(), Memo(), Memo()
 """A GPU's model states, and one micro-batch's training and log-prob work, by what they read:
 the fit search's variants of a run mostly change other fields (`planner.memo`)."""
 
+def liger_kernels_in(spec: RunSpec, role: Role | None) -> bool:
+    """Whether ``role``'s training forward runs Liger's model kernels: the policy's, when the run
+    sets them (TRL's Trainer and verl's actor worker patch the model they train; a value model
+    is planned without them)."""
+    return spec.liger_kernels and role == Role.actor
+
+
 class GroupPlanner(RolloutTerms):
     """Builds the phases of one GPU of ``group``."""
 
@@ -234,20 +241,20 @@ class GroupPlanner(RolloutTerms):
         weight gradient waiting to be accumulated into ``.grad``."""
         spec = self.spec
         key = (role, self.models[role], value_key(self.shape.train_batch), self._work_key,
-               value_key(spec.gradient_checkpointing), value_key(spec.finetune))
+               value_key(spec.gradient_checkpointing), value_key(spec.finetune), value_key(spec.liger_kernels))
         return self._once(("training_work", role), lambda: _TRAINING_WORK.get(key, lambda: tuple(self._training_work(role))))
 
     def _training_work(self, role: Role) -> list[Component]:
         spec, shape, m, mb = self.spec, self.shape, self.models[role], self.shape.train_batch
         gc, attn, arch = spec.gradient_checkpointing, spec.attention, m.arch
-        rows, row_len, sp = mb.num_rows, mb.row_len, mb.sequence_parallel_size
+        rows, row_len, sp, liger = mb.num_rows, mb.row_len, mb.sequence_parallel_size, liger_kernels_in(spec, role)
         lora = lora_per_token(spec, arch) if role == Role.actor or (role == Role.critic and spec.critic.lora) else 0
         comps = [
             _c("zero.gathered_params", Category.PARAM, m.gathered),
-            _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, rows, row_len, lora, sp)),
+            _c("activations", Category.ACT, A.training_saved_activation_bytes(arch, attn, gc, rows, row_len, lora, sp, liger)),
             _c("vision.activations", Category.ACT, VT.training_bytes(spec, shape, arch, mb.num_sequences) if role == Role.actor else 0),
         ]
-        transient = A.backward_transient_bytes(arch, attn, gc, rows, row_len, lora, sp)
+        transient = A.backward_transient_bytes(arch, attn, gc, rows, row_len, lora, sp, liger)
         transient += A.ulysses_all_to_all_bytes(arch, rows, row_len, sp)
         logits = 0
         if role == Role.actor:

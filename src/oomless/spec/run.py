@@ -288,6 +288,12 @@ class RunSpec(_Frozen):
     logits_chunk_rows: Annotated[int, Field(ge=1), INT64] = Field(
         2048, description="Rows per chunk for `chunked` (verl's 2048)."
     )
+    liger_kernels: bool = Field(
+        False,
+        description="Liger's RMSNorm, SwiGLU and RoPE kernels replace the model's own in training (TRL/ms-swift "
+        "`use_liger_kernel`, verl `actor_rollout_ref.model.use_liger`): they keep less for backward. Applied to "
+        "Llama, Mistral, Qwen2/2.5 and Qwen3 layers; other families are planned unchanged. Default false.",
+    )
     kl_beta: Annotated[float, Field(ge=0)] = Field(
         0.04, description="KL coefficient; > 0 needs reference log-probs. Default 0.04 (ms-swift, TRL <= 0.18)."
     )

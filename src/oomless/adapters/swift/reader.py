@@ -220,8 +220,9 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
         if attn not in SF.ATTENTION:
             raise InputError("--attn_impl", f"{attn!r} is not planned; allowed: {', '.join(SF.ATTENTION)}")
         spec["attention"] = SF.ATTENTION[attn]
-    if f.bool("use_liger_kernel", False):
+    if f.bool("use_liger_kernel", False):  # transformers' Trainer applies Liger's model kernels, and the fused loss
         spec["logits"] = "fused"
+        spec["liger_kernels"] = True
     run.nproc = _int_env(run.env, "NPROC_PER_NODE", 1)
     nodes = _int_env(run.env, "NNODES", 1)
     if f.str("rlhf_type") == "ppo":

@@ -239,8 +239,9 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     attention = _attention(keys.get("attn_implementation"), notes)
     if attention:
         spec["attention"] = attention
-    if keys.bool("use_liger_kernel", False):
+    if keys.bool("use_liger_kernel", False):  # Trainer.__init__: _apply_liger_kernel_to_instance, and the fused loss
         spec["logits"] = "fused"
+        spec["liger_kernels"] = True
     elif keys.bool("cast_lm_head_to_fp32", False):
         spec["logits"] = "full_fp32"
     elif keys.version >= TV.CHUNKED_HEAD_FROM:  # the tiled LM head (trl/kernels/chunked_logprob.py)

@@ -242,6 +242,9 @@ def _training(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any
     optim = TO.optim_value(spec, OPTIM[spec.optimizer.value], dialect)
     if optim is not None:
         out["optim"] = optim
+    if spec.liger_kernels and spec.logits.value != "fused":
+        cannot_express("liger_kernels", "TRL's use_liger_kernel applies Liger's model kernels and its fused loss "
+                       "together: set logits: fused with it")
     if spec.logits.value == "fused":
         out["use_liger_kernel"] = True
     elif spec.logits.value == "full_fp32":

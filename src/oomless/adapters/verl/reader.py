@@ -41,7 +41,7 @@ MAPPED = {
     f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu", "actor_rollout_ref.ref.log_prob_use_dynamic_bsz",
     "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", f"{A}.ulysses_sequence_parallel_size",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", f"{M}.enable_gradient_checkpointing",
-    f"{M}.lora_rank", f"{M}.lora_alpha", f"{M}.target_modules", f"{M}.use_fused_kernels",
+    f"{M}.lora_rank", f"{M}.lora_alpha", f"{M}.target_modules", f"{M}.use_fused_kernels", f"{M}.use_liger",
     f"{M}.override_config.attn_implementation", f"{A}.entropy_from_logits_with_chunking",
     f"{A}.entropy_from_logits_chunk_size", f"{R}.name", f"{R}.mode", f"{R}.gpu_memory_utilization",
     f"{R}.tensor_model_parallel_size", f"{R}.max_num_batched_tokens", f"{R}.max_num_seqs", f"{R}.max_model_len",
@@ -168,6 +168,8 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
                              "lora_targets": targets if isinstance(targets, list) else "all-linear"})
     else:
         out.set("finetune.method", "full")
+    if C.as_bool(f"{M}.use_liger", cfg.get(f"{M}.use_liger")):  # fsdp_workers: _apply_liger_kernel_to_instance(actor_module)
+        out.set("liger_kernels", True)
     if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):
         out.set("logits", "fused")
     elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):

@@ -103,6 +103,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
                              "use_fused_kernels": spec.logits.value == "fused",
                              "override_config": {"attn_implementation": spec.attention.value}}
+    if spec.liger_kernels:
+        model["use_liger"] = True
     if lora:
         model.update(lora_rank=spec.finetune.lora_rank, lora_alpha=spec.finetune.lora_alpha, target_modules=spec.finetune.lora_targets)
     rollout: dict[str, Any] = {
