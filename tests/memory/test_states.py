@@ -105,3 +105,17 @@ def test_qlora_base_is_about_a_quarter_of_bf16() -> None:
 @pytest.mark.parametrize("strategy", list(Strategy))
 def test_sharding_table_covers_every_strategy(strategy: Strategy) -> None:
     assert strategy in S.SHARDING
+
+
+def test_qlora_base_without_double_quantisation_keeps_an_fp32_absmax_per_64_weights() -> None:
+    """QLoRA paper §3: NF4 costs 4 bits plus 32/64 for the fp32 block constants, 0.127 with double
+    quantisation; TRL's `use_bnb_nested_quant` defaults to false."""
+    from oomless.memory import states as S
+    from oomless.spec.load import parse_spec, resolve
+    from oomless.spec.run import Finetune
+
+    arch = resolve(parse_spec({"model": "Qwen/Qwen2-7B-Instruct", "hardware": {"gpu": "H100"}})).arch
+    quantized = S.num_quantizable_parameters(arch)
+    double = S.frozen_weight_bytes(arch, Finetune(method="qlora"))
+    single = S.frozen_weight_bytes(arch, Finetune(method="qlora", double_quant=False))
+    assert abs((single - double) - quantized * (0.5 - (8 / 64 + 32 / (64 * 256))) / 8) <= 2

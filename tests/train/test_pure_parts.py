@@ -61,6 +61,8 @@ def test_qlora_loads_the_base_the_plan_sizes() -> None:
     quant = kwargs["model_init_kwargs"]["quantization_config"]
     assert quant.load_in_4bit and quant.bnb_4bit_quant_type == "nf4" and quant.bnb_4bit_use_double_quant
     assert str(quant.bnb_4bit_compute_dtype) == "torch.bfloat16" == "torch." + kwargs["model_init_kwargs"]["dtype"]
+    single = S.grpo_config_kwargs(spec_of(**{"finetune.method": "qlora", "finetune.double_quant": False}), spec_of().train, GPU, "out", 10)
+    assert not single["model_init_kwargs"]["quantization_config"].bnb_4bit_use_double_quant
     lora = S.grpo_config_kwargs(spec_of(**{"finetune.method": "lora"}), spec_of().train, GPU, "out", 10)
     assert "quantization_config" not in lora["model_init_kwargs"]
 

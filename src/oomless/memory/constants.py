@@ -22,6 +22,10 @@ absmax per 64-weight block plus one fp32 second-level constant per 256 blocks.
 Source: Dettmers et al. 2023, QLoRA (arXiv 2305.14314), section 3 "Double Quantization"
 (0.5 -> 0.127 bits per parameter)."""
 NF4_BITS_PER_PARAM_TOTAL = NF4_BITS_PER_PARAM + NF4_DOUBLE_QUANT_OVERHEAD_BITS
+NF4_SINGLE_QUANT_OVERHEAD_BITS = 32 / 64
+"""Without double quantisation: one fp32 absmax per 64-weight block, 0.5 bits per parameter.
+Source: QLoRA paper (arXiv 2305.14314) section 3; bitsandbytes `quantize_4bit` (blocksize 64,
+fp32 absmax unless `compress_statistics`, which transformers' `bnb_4bit_use_double_quant` sets)."""
 
 # --- optimizer states --------------------------------------------------------------------
 ADAM_NUM_STATES = 2

@@ -237,7 +237,8 @@ def frozen_weight_bytes(arch: ModelArch, finetune: Finetune) -> int:
     """Bytes of the frozen base model under LoRA/QLoRA (0 for full fine-tuning), unsharded.
 
     A pre-quantized checkpoint keeps its stored format (``prequantized_weight_bytes``); else
-    QLoRA: decoder linears in NF4 with double quantisation, the rest in bf16 (QLoRA paper §3).
+    QLoRA: decoder linears in NF4 (double quantisation unless `finetune.double_quant` is false), the
+    rest in bf16 (QLoRA paper §3).
     """
     if finetune.method == FinetuneMethod.full:
         return 0
@@ -248,7 +249,8 @@ def frozen_weight_bytes(arch: ModelArch, finetune: Finetune) -> int:
     if finetune.method == FinetuneMethod.lora:
         return total * C.BF16_BYTES
     quantized = num_quantizable_parameters(arch)
-    return math.ceil(quantized * C.NF4_BITS_PER_PARAM_TOTAL / 8) + (total - quantized) * C.BF16_BYTES
+    bits = C.NF4_BITS_PER_PARAM_TOTAL if finetune.double_quant else C.NF4_BITS_PER_PARAM + C.NF4_SINGLE_QUANT_OVERHEAD_BITS
+    return math.ceil(quantized * bits / 8) + (total - quantized) * C.BF16_BYTES
 
 
 def policy_weight_bytes(arch: ModelArch, finetune: Finetune, precision: Precision) -> int:

@@ -35,6 +35,8 @@ def ignored_fields(spec: RunSpec) -> list[str]:
 
     if spec.finetune.method == FinetuneMethod.full:
         add("finetune", _set(spec.finetune, ("lora_rank", "lora_alpha", "lora_targets", "adapter_dtype")), "finetune.method is full")
+    if spec.finetune.method != FinetuneMethod.qlora:
+        add("finetune", _set(spec.finetune, ("double_quant",)), "finetune.method is not qlora (no 4-bit base)")
     ro = spec.rollout
     if ro.engine == RolloutEngine.hf:
         add("rollout", _set(ro, _VLLM_FIELDS), "rollout.engine is hf (no vLLM)")

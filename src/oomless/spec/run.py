@@ -77,6 +77,11 @@ class Finetune(_Frozen):
         description="Linear modules carrying adapters: `all-linear` or names such as "
         "[q_proj, v_proj]. Default all-linear.",
     )
+    double_quant: bool = Field(
+        True,
+        description="qlora: bitsandbytes double quantisation of the NF4 constants (4.127 bits per weight; without it "
+        "4.5). Default true (ms-swift `bnb_4bit_use_double_quant`, OpenRLHF); TRL's `use_bnb_nested_quant` defaults to false.",
+    )
     adapter_dtype: Literal["fp32", "bf16"] | None = Field(
         None,
         description="dtype the trainer holds the adapters in under plain DDP with mixed precision (no separate "

@@ -143,18 +143,18 @@ def model_init_kwargs(spec: RunSpec, machine: Machine) -> dict[str, Any]:
     """`from_pretrained` keyword arguments of the policy (TRL's `model_init_kwargs`)."""
     kwargs: dict[str, Any] = {"attn_implementation": spec.attention.value, "dtype": weights_dtype(spec, machine)}
     if spec.finetune.method == FinetuneMethod.qlora:
-        kwargs["quantization_config"] = qlora_quantization_config(weights_dtype(spec, machine))
+        kwargs["quantization_config"] = qlora_quantization_config(weights_dtype(spec, machine), spec.finetune.double_quant)
     return kwargs
 
 
-def qlora_quantization_config(compute_dtype: str) -> Any:
-    """The 4-bit base the planner sizes (`memory.states.frozen_weight_bytes`): NF4 with double
-    quantisation, compute in the run's half precision (QLoRA paper §3; the same settings as TRL's
-    `get_quantization_config` with `--load_in_4bit --bnb_4bit_quant_type nf4 --use_bnb_nested_quant`)."""
+def qlora_quantization_config(compute_dtype: str, double_quant: bool = True) -> Any:
+    """The 4-bit base the planner sizes (`memory.states.frozen_weight_bytes`): NF4, double
+    quantisation as the spec says, compute in the run's half precision (QLoRA paper §3; TRL's
+    `get_quantization_config` with `--load_in_4bit --bnb_4bit_quant_type nf4 [--use_bnb_nested_quant]`)."""
     import torch
     from transformers import BitsAndBytesConfig
 
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=double_quant,
                               bnb_4bit_compute_dtype=getattr(torch, compute_dtype), bnb_4bit_quant_storage=torch.uint8)
 
 
