@@ -72,3 +72,23 @@ def test_trl_cannot_write_liger_kernels_without_the_fused_loss(tmp_path: Path) -
     with pytest.raises(InputError) as err:
         export_native("trl", spec, tmp_path, force=False)
     assert err.value.field == "liger_kernels"
+
+
+def _swift_spec(tmp_path: Path, **update: object):
+    path = tmp_path / "run.sh"
+    path.write_text((EXAMPLES / "seeds" / "native" / "s0-before.sh").read_text())
+    return parse_spec(import_native("swift", path, HardwareFlags(gpu="H20")).spec).model_copy(update=update)
+
+
+def test_swift_writes_use_liger_kernel_for_liger_with_the_fused_loss(tmp_path: Path) -> None:
+    from oomless.spec.run import LogitsMode
+
+    out = tmp_path / "out"
+    written = export_native("swift", _swift_spec(tmp_path, logits=LogitsMode.fused, liger_kernels=True), out, force=False)
+    assert any("--use_liger_kernel true" in Path(p).read_text() for p in written if Path(p).is_file())
+
+
+def test_swift_cannot_write_liger_kernels_without_the_fused_loss(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        export_native("swift", _swift_spec(tmp_path, liger_kernels=True), tmp_path / "out", force=False)
+    assert err.value.field == "liger_kernels" and "logits: fused" in err.value.message

@@ -221,8 +221,8 @@ def _training(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple
     out += [("max_length", str(total)), ("max_completion_length", str(lengths.max_completion_tokens)),
             ("beta", repr(spec.kl_beta))]
     if spec.liger_kernels and spec.logits.value != "fused":
-        raise _CannotExpress("liger_kernels", "it without logits fused (--use_liger_kernel applies Liger's model "
-                             "kernels and its fused loss together)")
+        raise _CannotExpress("liger_kernels", "liger_kernels without logits: fused (--use_liger_kernel applies "
+                             "Liger's model kernels and its fused loss together)")
     if spec.logits.value == "fused":
         out.append(("use_liger_kernel", "true"))
     if spec.algorithm.value == "rloo":
