@@ -72,3 +72,22 @@ def test_the_h100_runs_held_what_the_plan_says(folder: str) -> None:
     planned = components(spec, "train")
     assert planned["policy.grads"] == train["resident_bytes"]["GRAD"]
     assert abs(planned["policy.weights"] - train["resident_bytes"]["PARAM"]) <= 0.02 * train["resident_bytes"]["PARAM"]
+
+
+def test_bf16_adapters_save_no_fp32_copy_of_their_inputs() -> None:
+    """PEFT's `_cast_input_dtype` copies the layer input to fp32 for fp32 adapters; for bf16 ones
+    (TRL's QLoRA) it returns the input itself, so only dropout makes a new tensor."""
+    from oomless.memory import params as P
+    from oomless.planner.gpu_terms import lora_per_token
+
+    def per_token(**finetune) -> tuple[int, int]:
+        spec = parse_spec(with_finetune(**finetune))
+        arch = resolve(spec).arch
+        d_in = sum(s.in_features for s in P.decoder_linear_shapes(arch) if S.is_lora_target(s.name, spec.finetune.lora_targets))
+        return lora_per_token(spec, arch), d_in
+
+    fp32, d_in = per_token(method="lora", lora_dropout=0.05)
+    assert fp32 == 5 * d_in + 7 * 4 * 32
+    bf16, _ = per_token(method="qlora", lora_dropout=0.05)
+    assert bf16 == 3 * d_in + 7 * 2 * 32
+    assert per_token(method="qlora", lora_dropout=0.0)[0] == 7 * 2 * 32

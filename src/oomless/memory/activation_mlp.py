@@ -91,14 +91,19 @@ def mlp_backward_peak_bytes_per_token(arch: ModelArch, liger_kernels: bool = Fal
     return mlp_saved_bytes_per_token(arch) + MOE_COMBINE_BACKWARD_TEMPORARIES * arch.num_experts_per_tok * B * arch.hidden_size
 
 
-def lora_saved_bytes_per_token(in_features_of_targets: list[int], rank: int, dropout: bool) -> int:
+def lora_saved_bytes_per_token(in_features_of_targets: list[int], rank: int, dropout: bool, adapter_bytes: int = F) -> int:
     """What PEFT's LoRA branch saves per token, summed over a layer's adapted linears.
 
-    PEFT casts the layer input to the adapters' fp32 (`_cast_input_dtype`), applies dropout
-    (a bool mask is saved when p > 0) and saves the fp32 input of lora_A (4·d_in) and of
-    lora_B (4·r); the sum with the base output saves nothing.
-    Source: peft/tuners/lora/layer.py (`Linear.forward`, autocast_adapter_dtype=True).
-    Not traced (the tracer runs full fine-tuning).
+    fp32 adapters (PEFT's default, autocast_adapter_dtype=True): PEFT casts the layer input to
+    fp32 (`_cast_input_dtype`), applies dropout (a bool mask is saved when p > 0) and saves the
+    fp32 input of lora_A (4·d_in) and of lora_B (4·r); the sum with the base output saves nothing.
+    bf16 adapters (TRL's QLoRA cast, `roles.adapter_bytes`): the cast of the bf16 input is a no-op,
+    so lora_A saves the very tensor the base layer reads unless dropout makes a new one (2·d_in
+    and its mask when p > 0), and lora_B its bf16 input (2·r).
+    Source: peft/tuners/lora/layer.py (`Linear.forward`, `_cast_input_dtype`: `x.to(dtype)` returns
+    `x` itself when the dtype matches).
     """
     mask = 1 if dropout else 0
-    return sum((F + mask) * d_in + F * rank for d_in in in_features_of_targets)
+    if adapter_bytes == F:
+        return sum((F + mask) * d_in + F * rank for d_in in in_features_of_targets)
+    return sum(((adapter_bytes + mask) * d_in if dropout else 0) + adapter_bytes * rank for d_in in in_features_of_targets)

@@ -12,7 +12,7 @@ from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..spec.run import Algorithm, FinetuneMethod, Role, RunSpec
-from .roles import RoleModel
+from .roles import RoleModel, adapter_bytes
 from .shape import RunShape
 
 
@@ -46,7 +46,7 @@ def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:
     for shape in P.decoder_linear_shapes(arch):
         if S.is_lora_target(shape.name, ft.lora_targets):
             inputs += [shape.in_features] * (arch.num_experts_per_tok if shape.num_per_layer > 1 else 1)
-    return A.lora_saved_bytes_per_token(inputs, ft.lora_rank, ft.lora_dropout > 0)
+    return A.lora_saved_bytes_per_token(inputs, ft.lora_rank, ft.lora_dropout > 0, adapter_bytes(spec, ft) or C.FP32_BYTES)
 
 
 @functools.lru_cache(maxsize=None)  # pure on a frozen arch (its hash is cached: catalog.arch)
