@@ -288,6 +288,10 @@ def _finetune(f: FlagReader, profile: SF.Profile) -> tuple[dict[str, Any], str]:
         "lora_dropout": f.float("lora_dropout", 0.05),
         "lora_targets": "all-linear" if "all-linear" in targets else targets,
     }
+    if bits == 4:  # QuantizeArguments.bnb_4bit_use_double_quant, default True (swift/arguments/base_args/quant_args.py)
+        out["double_quant"] = f.bool("bnb_4bit_use_double_quant", True)
+        if f.str("lora_dtype") in ("float32", "fp32"):  # ms-swift casts the adapters to it (tuners/lora_layers.py)
+            out["adapter_dtype"] = "fp32"
     return out, out["method"]
 
 

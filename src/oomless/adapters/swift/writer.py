@@ -178,7 +178,9 @@ def _finetune(spec: RunSpec, profile: SF.Profile) -> list[tuple[str, Any]]:
         raise _CannotExpress("finetune.lora_alpha", f"{ft.lora_alpha} (ms-swift takes an integer)")
     out: list[tuple[str, Any]] = [(profile.tuner_flag, "lora")]
     if ft.method == FinetuneMethod.qlora:
-        out += [("quant_bits", "4"), ("quant_method", "bnb")]
+        out += [("quant_bits", "4"), ("quant_method", "bnb")] + ([] if ft.double_quant else [("bnb_4bit_use_double_quant", "false")])
+        mixed_ddp = spec.distribution.strategy == Strategy.ddp and spec.precision == Precision.bf16_mixed  # writes it already
+        out += [("lora_dtype", "float32")] if ft.adapter_dtype == "fp32" and not mixed_ddp else []
     targets = ["all-linear"] if ft.lora_targets == "all-linear" else list(ft.lora_targets)
     return out + [("lora_rank", str(ft.lora_rank)), ("lora_alpha", str(int(ft.lora_alpha))),
                   ("lora_dropout", repr(ft.lora_dropout)), ("target_modules", targets)]

@@ -83,7 +83,7 @@ SPEC_SOURCES: dict[str, str] = {
     "model": "sft_model_path | model_name_or_path",
     "algorithm": "trl grpo | ppo.py | ppo_tldr.py | rloo.py | rloo_vlm.py | trl rloo",
     "critic": "reward_model_path", "reward_model": "reward_model_name_or_path | reward_model_path",
-    "finetune.method": "use_peft | load_in_4bit", "finetune.lora_rank": "lora_r",
+    "finetune.method": "use_peft | load_in_4bit", "finetune.double_quant": "use_bnb_nested_quant", "finetune.lora_rank": "lora_r",
     "finetune.lora_alpha": "lora_alpha", "finetune.lora_targets": "lora_target_modules",
     "distribution": "deepspeed | accelerate_config | config_file", "precision": "bf16 | fp16 | dtype | torch_dtype",
     "gradient_checkpointing": "gradient_checkpointing", "attention": "attn_implementation",

@@ -57,6 +57,7 @@ from . import optim as TO
 from ..common import version_text
 from . import launch as TL
 from . import trainers as TT
+from .finetune import finetune_section
 
 PPO_NOT_READ = {
     "use_liger_kernel": "PPOTrainer never applies Liger kernels (it does not call Trainer.__init__)",
@@ -82,7 +83,7 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
             keys.ignore(name, f"TRL {version_text(keys.version)}'s examples/scripts/rloo/rloo.py builds no PEFT model")
             keys.values.pop(name, None)
     spec: dict[str, Any] = {"model": policy_path, "algorithm": "rloo" if rloo else "ppo"}
-    finetune = R._finetune(keys, arch)
+    finetune = finetune_section(keys, arch)
     spec["finetune"] = finetune
     distribution, half, ds_optimizer, keeps_master = R._distribution(keys, launch, read)
     spec["distribution"] = distribution

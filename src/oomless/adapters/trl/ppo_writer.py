@@ -60,14 +60,14 @@ def _model_keys(spec: RunSpec, model_keys: dict[str, Any], release: tuple[int, .
         if spec.attention.value != "sdpa":
             cannot_express("attention", f"{spec.attention.value!r} cannot be written for TRL {version_text(release)}: its "
                            "example scripts load models with transformers' default attention; allowed: sdpa")
-        for key in ("dtype", "attn_implementation", "load_in_4bit"):
+        for key in ("dtype", "attn_implementation", "load_in_4bit", "use_bnb_nested_quant"):
             out.pop(key, None)
     if rloo:
         if spec.finetune.method.value != "full":
             cannot_express("finetune.method", f"{spec.finetune.method.value!r} cannot be written for TRL <= 0.21 RLOO: "
                            "its rloo.py builds no PEFT model; allowed: full")
         out = {k: v for k, v in out.items() if k not in ("use_peft", "lora_r", "lora_alpha", "lora_dropout",
-                                                          "lora_target_modules", "load_in_4bit")}
+                                                          "lora_target_modules", "load_in_4bit", "use_bnb_nested_quant")}
     return out
 
 

@@ -46,13 +46,11 @@ from ..deepspeed_json import distribution_from_deepspeed
 from .. import key_tables as KT
 from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT, PPO_NO_MEMORY_EFFECT
 from . import trainers as TT
+from .finetune import finetune_section
 from . import versions as TV
 from .versions import LATEST, SUPPORTED_VERSIONS
 
 VLLM_DEFAULT = (0, 21)
-PEFT_DEFAULT_TARGETS = ["q_proj", "v_proj"]
-PEFT_DEFAULT_FAMILIES = frozenset({"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"})
-"""peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft 0.21)."""
 
 
 def read_legacy(values: Mapping[str, Any], notes: list[str], version: tuple[int, ...] = LATEST,
@@ -229,7 +227,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     spec: dict[str, Any] = {"model": str(keys.get("model_name_or_path"))}
     if keys.trainer == TT.RLOO:
         spec["algorithm"] = "rloo"
-    finetune = _finetune(keys, arch)
+    finetune = finetune_section(keys, arch)
     spec["finetune"] = finetune
     distribution, half, ds_optimizer, keeps_master = _distribution(keys, launch, read)
     spec["distribution"] = distribution
@@ -267,32 +265,6 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
         spec["vision"] = vision
     spec["hardware"] = TL.hardware_section(hardware, gpus, nodes, launch, notes)
     return spec
-
-
-def _finetune(keys: Keys, arch: ModelArch) -> dict[str, Any]:
-    if keys.bool("load_in_8bit", False):
-        raise InputError("load_in_8bit", "an 8-bit base is not planned; allowed: load_in_4bit (QLoRA)")
-    four_bit = keys.bool("load_in_4bit", False)
-    if not keys.bool("use_peft", False):
-        if four_bit:
-            raise InputError("load_in_4bit", "a 4-bit base needs use_peft: true")
-        for name in ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"):
-            keys.ignore(name, "no effect: use_peft is false")
-        return {"method": "full"}
-    targets = keys.get("lora_target_modules")
-    if isinstance(targets, str):
-        targets = [targets]
-    if not targets:
-        if arch.model_type not in PEFT_DEFAULT_FAMILIES:
-            raise InputError("lora_target_modules", f"PEFT has no default targets for {arch.model_type!r}; set them")
-        targets = PEFT_DEFAULT_TARGETS
-    return {
-        "method": "qlora" if four_bit else "lora",
-        "lora_rank": keys.int("lora_r", 16),
-        "lora_alpha": keys.float("lora_alpha", 32.0),
-        "lora_dropout": keys.float("lora_dropout", 0.05),
-        "lora_targets": "all-linear" if "all-linear" in targets else [str(t) for t in targets],
-    }
 
 
 def _distribution(keys: Keys, launch: TL.Launch, read: Callable[[str], str]) -> tuple[dict, str, str | None, bool]:

@@ -213,6 +213,8 @@ def _model(spec: RunSpec) -> dict[str, Any]:
                     "lora_target_modules": ["all-linear"] if ft.lora_targets == "all-linear" else list(ft.lora_targets)})
         if ft.method == FinetuneMethod.qlora:
             out["load_in_4bit"] = True
+            if ft.double_quant:  # TRL's default is single quantisation (use_bnb_nested_quant: false)
+                out["use_bnb_nested_quant"] = True
     return out
 
 
