@@ -32,6 +32,8 @@ from hypothesis import strategies as st
 from oomless.catalog.resolve import load_catalog_model
 from oomless.errors import InputError
 from oomless.planner.plan import Plan
+from oomless.planner.roles import adapter_bytes
+from oomless.spec.load import parse_spec
 from tests.fuzz.strategies import fuzz_settings, malformed_specs, valid_specs
 from tests.helpers import merged, plan_of
 
@@ -119,7 +121,12 @@ def test_zero_stages_order_the_model_states(data: dict[str, Any]) -> None:
             return
         train = next(p for p in plan.devices[0].phases if p.name == "train")
         states.append(sum(c.num_bytes for c in train.components if c.name in names))
-    assert states[3] <= states[2] <= states[1] <= states[0]
+    assert states[3] <= states[2] <= states[1]
+    # DDP with bf16 adapters (TRL's QLoRA cast, `roles.adapter_bytes`) steps them in bf16 with no
+    # fp32 master, where DeepSpeed keeps fp32 masters and states: not a smaller layout to compare
+    ddp = parse_spec(merged(data, **{"distribution.strategy": "ddp"}))
+    if adapter_bytes(ddp, ddp.finetune) != 2:
+        assert states[1] <= states[0]
 
 
 @fuzz_settings()

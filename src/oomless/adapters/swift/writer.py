@@ -192,7 +192,8 @@ def _precision_and_distribution(spec: RunSpec, profile: SF.Profile, files: dict[
     if dist.strategy == Strategy.fsdp:
         raise _CannotExpress("distribution.strategy", "fsdp (oomless writes DeepSpeed configs for ms-swift)")
     if dist.strategy == Strategy.ddp:
-        if precision == Precision.bf16_mixed and spec.finetune.method == FinetuneMethod.full:
+        ft = spec.finetune  # zero0 keeps fp32 masters of bf16 weights; --lora_dtype float32 trains fp32 adapters
+        if precision == Precision.bf16_mixed and (ft.method == FinetuneMethod.full or (ft.method == FinetuneMethod.qlora and ft.adapter_dtype != "fp32")):
             return out + [("deepspeed", "zero0")]
         if precision == Precision.bf16_mixed:
             return out + [("lora_dtype", "float32")]
