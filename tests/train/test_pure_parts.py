@@ -153,3 +153,11 @@ def test_custom_reward_is_imported_from_the_spec_folder(tmp_path: Path) -> None:
     assert func(["", "abc"]) == [1.0, 0.25]
     with pytest.raises(InputError, match="has no function 'nope'"):
         R.build_reward(RewardSpec(function="my_rewards:nope"), 16, tmp_path)
+
+
+def test_liger_kernels_without_the_fused_loss_is_refused() -> None:
+    """TRL's `use_liger_kernel` turns on Liger's model kernels and its fused GRPO loss together:
+    a plan with the kernels but not the loss would assume kernels the run does not apply."""
+    lines = S.refusals(spec_of(**{"liger_kernels": True, "logits": "full_bf16"}), GPU)
+    assert any(line.startswith("liger_kernels: TRL applies Liger's model kernels only with its fused loss") for line in lines)
+    assert not any(line.startswith("liger_kernels") for line in S.refusals(spec_of(**{"liger_kernels": True, "logits": "fused"}), GPU))

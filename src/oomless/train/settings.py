@@ -109,6 +109,9 @@ def refusals(spec: RunSpec, machine: Machine) -> list[str]:
         )
     if spec.logits == LogitsMode.fused and not machine.has_liger:
         out.append("logits: fused needs liger-kernel (TRL use_liger_kernel); use full_bf16")
+    if spec.liger_kernels and spec.logits != LogitsMode.fused:
+        out.append("liger_kernels: TRL applies Liger's model kernels only with its fused loss (use_liger_kernel); "
+                   "set logits: fused as well, or liger_kernels: false")
     return out
 
 
