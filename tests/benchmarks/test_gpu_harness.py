@@ -104,3 +104,15 @@ def test_the_notebook_probe_parses_its_arguments_without_a_gpu() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu" / "qlora_notebook_probe.py"), "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "--prompt-chars" in done.stdout
+
+
+def test_the_notebook_replay_report_is_what_the_planner_gives_today() -> None:
+    """benchmarks/results/gpu-qlora-notebook/report.json (docs/validation.md section 5) holds the
+    current plan of each probe: after a planner change, rerun `qlora_notebook_probe.py report`."""
+    spec = importlib.util.spec_from_file_location("qlora_notebook_probe", ROOT / "benchmarks" / "gpu" / "qlora_notebook_probe.py")
+    probe_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe_module)
+    folder = ROOT / "benchmarks" / "results" / "gpu-qlora-notebook"
+    stored = json.loads((folder / "report.json").read_text())
+    assert probe_module.report(folder) == stored, "run: python benchmarks/gpu/qlora_notebook_probe.py report --dir " + str(folder)
+    assert all(abs(row["step_error_vs_allocated_pct"]) < 5 for row in stored["rows"])
