@@ -14,7 +14,7 @@ from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..planner import roles as R
-from ..spec.run import Finetune, FinetuneMethod, Optimizer, Precision, Role, Strategy
+from ..spec.run import Finetune, Optimizer, Precision, Role, Strategy
 from .context import ROLE_OF_PREFIX, Ctx
 from .formula import Formula, Input, code_ref, constant, constant_doc, doc_source, fn_input
 from .registry import gpu
@@ -24,7 +24,7 @@ ZERO_PAPER = "ZeRO paper (Rajbhandari et al. 2020, arXiv 1910.02054) ยง3.1 and ย
 
 
 def _finetune(ctx: Ctx, role: Role) -> Finetune:
-    return ctx.spec.finetune if role == Role.actor else Finetune(method=FinetuneMethod.full)
+    return R.finetune_of(ctx.spec, role)
 
 
 def _shards(m: R.RoleModel) -> Input:
@@ -147,8 +147,8 @@ def grads(ctx: Ctx, name: str) -> Formula:
         per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.fsdp_fp32_params)
     elif R.amp_fp32_params(ctx.spec, _finetune(ctx, role)):
         per, source = constant(C, "FP32_BYTES", "GRAD_BYTES"), doc_source(R.amp_fp32_params)
-    elif R.adapter_bytes(ctx.spec, _finetune(ctx, role)) is not None:
-        per = fn_input("GRAD_BYTES", R.adapter_bytes(ctx.spec, _finetune(ctx, role)), R.adapter_bytes, "gradient bytes: the adapters' dtype")
+    elif (adapter := R.adapter_bytes(ctx.spec, _finetune(ctx, role))) is not None:
+        per = fn_input("GRAD_BYTES", adapter, R.adapter_bytes, "gradient bytes: the adapters' dtype")
         source = doc_source(R.adapter_bytes)
     else:
         per = fn_input("GRAD_BYTES", S.grad_bytes_per_param(ctx.spec.precision), S.grad_bytes_per_param, "gradient bytes per trainable parameter")

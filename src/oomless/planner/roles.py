@@ -315,12 +315,18 @@ def step_temporary_bytes(spec: RunSpec, arch: ModelArch, finetune: Finetune, num
     return S.optimizer_step_temporary_bytes(spec.optimizer, trainable_precision(spec, finetune), implementation, stepped, largest)
 
 
+def finetune_of(spec: RunSpec, role: Role) -> Finetune:
+    """How ``role`` trains: the spec's fine-tuning for the actor, and for a critic with
+    `critic.lora` (ms-swift's LoRA value model); full fine-tuning for any other model."""
+    return spec.finetune if role == Role.actor or (role == Role.critic and spec.critic.lora) else Finetune(method=FinetuneMethod.full)
+
+
 def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: int, weights_full: int, n: int) -> RoleModel:
     """A model with gradients and optimizer states (actor, critic), per GPU. ZeRO-3 keeps
     its flat gradient partition from init (stage3.py `grad_partitions_flat_buffer`)."""
     dist = spec.distribution
     sharding = S.SHARDING[dist.strategy]
-    finetune = spec.finetune if role == Role.actor or spec.critic.lora else Finetune(method=FinetuneMethod.full)
+    finetune = finetune_of(spec, role)
     grads = num_trainable * S.grad_bytes_per_param(spec.precision)
     master = num_trainable * S.master_bytes_per_param(spec.precision)
     if fsdp_fp32_params(spec, finetune):
@@ -345,8 +351,16 @@ def trainable_model(spec: RunSpec, role: Role, arch: ModelArch, num_trainable: i
         fp32_grads=_fp32_grads(spec, num_trainable, n), reduce_bucket=_reduce_bucket(spec, arch),
         bucket_persistent=dist.strategy == Strategy.zero3, states_at_first_step=optimizer_states_at_first_step(spec),
         step_temporaries=step_temporary_bytes(spec, arch, finetune, num_trainable, n),
-        autocast_cache=S.autocast_weight_cache_bytes(arch) if amp else (num_trainable * C.BF16_BYTES if adapter == C.FP32_BYTES else 0),
+        autocast_cache=_autocast_cache_bytes(arch, amp, adapter, num_trainable),
     )
+
+
+def _autocast_cache_bytes(arch: ModelArch, amp: bool, adapter: int | None, num_trainable: int) -> int:
+    """bf16 casts autocast keeps of fp32 leaf tensors that require grad: the whole model under
+    `amp_fp32_params`, the adapters when they are fp32 (`adapter_bytes`), nothing otherwise."""
+    if amp:
+        return S.autocast_weight_cache_bytes(arch)
+    return num_trainable * C.BF16_BYTES if adapter == C.FP32_BYTES else 0
 
 
 def reference_amp_weight_bytes(bf16_bytes: int) -> int:
