@@ -32,6 +32,7 @@ from typing import Any
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from phase_report import markdown, read_telemetry, report, steady_phase_peaks, write_model_config  # noqa: E402  (beside this file)
+from qlora_notebook_probe import NOTEBOOK_LORA_TARGETS  # noqa: E402  (beside this file)
 
 MODELS = ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct")
 """Three sizes of one family (tied and untied embeddings: 0.5B/1.5B/3B tie, so the family's
@@ -53,8 +54,7 @@ NVML_BEFORE_CUDA_ENV = "NVML_USED_BEFORE_CUDA_MIB"
 (`nvidia-smi` as its first command): the driver's own reservation, apart from any CUDA context."""
 
 
-LORA = {"lora_rank": 32, "lora_alpha": 32, "lora_dropout": 0.05,
-        "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}
+LORA = {"lora_rank": 32, "lora_alpha": 32, "lora_dropout": 0.05, "lora_targets": list(NOTEBOOK_LORA_TARGETS)}
 """LoRA/QLoRA runs: the adapter TRL's QLoRA notebook (examples/notebooks/grpo_trl_lora_qlora.ipynb)
 trains, r 32 on all seven projections, with PEFT's default dropout 0.05 as TRL's ModelConfig sets it."""
 
