@@ -95,18 +95,22 @@ class _Watch:
             return Limit("host (process tree)", self.o.host_limit_bytes, "--host-limit")
         return self.o.node_limit
 
-    def tick(self) -> None:
-        """Apply the log lines read so far, then sample: a sample taken after a step line
-        belongs to the new step (taking it first would charge the old step with memory the
-        new one has already allocated)."""
-        self.drain()
+    def tick(self, wait_s: float = 0.0) -> None:
+        """Apply the log lines that arrive within ``wait_s``, sampling as each step or phase
+        mark is read (a phase shorter than the sampling interval still gets its sample), then
+        sample: a sample taken after a step line belongs to the new step (taking it first would
+        charge the old step with memory the new one has already allocated)."""
+        self.drain(wait_s, sample_marks=True)
         self.book.add(self.sampler.sample())
 
-    def drain(self) -> None:
-        """Apply the log lines read since the last call (steps and phases)."""
+    def drain(self, wait_s: float = 0.0, sample_marks: bool = False) -> None:
+        """Apply the log lines read since the last call (steps and phases), waiting up to
+        ``wait_s`` for more; with ``sample_marks``, sample right after each mark."""
+        deadline = time.monotonic() + wait_s
         while True:
+            left = deadline - time.monotonic()
             try:
-                when, line = self.lines.get_nowait()
+                when, line = self.lines.get(timeout=left) if left > 0 else self.lines.get_nowait()
             except queue.Empty:
                 return
             event = read_line(line)
@@ -117,6 +121,8 @@ class _Watch:
             records = self.book.enter(event.step, event.phase, when)
             if records:
                 self.finish_step(records)
+            if sample_marks and (event.step is not None or event.phase is not None):
+                self.book.add(self.sampler.sample())
 
     def finish_step(self, records: list[dict[str, Any]]) -> None:
         self.write(records)
@@ -224,8 +230,7 @@ def run_job(command: Sequence[str], options: WatchOptions, say: Callable[[str], 
     reader.start()
     try:
         while job.poll() is None:
-            watch.tick()
-            time.sleep(options.interval_s)
+            watch.tick(wait_s=options.interval_s)
     except KeyboardInterrupt:
         job.send_signal(signal.SIGINT)
         job.wait()
