@@ -1,6 +1,6 @@
 """`liger_kernels` from the frameworks' keys: TRL and ms-swift `use_liger_kernel` (transformers'
-Trainer calls liger_kernel's `_apply_liger_kernel_to_instance`, and the fused loss: `logits`
-fused), verl `actor_rollout_ref.model.use_liger` (fsdp_workers.py patches the actor module);
+Trainer calls liger_kernel's `_apply_liger_kernel_to_instance`; ms-swift's, and TRL 0.25-1.14's,
+also the fused loss: `logits` fused; TRL per release: test_trl_liger.py), verl `actor_rollout_ref.model.use_liger` (fsdp_workers.py patches the actor module);
 the writers say it back."""
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ TRL_LAUNCH = ("accelerate launch --num_processes 4 examples/scripts/grpo.py --mo
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_trl_use_liger_kernel_sets_liger_kernels(flag: bool) -> None:
+    """TRL 1.16 (the default release): the model kernels only; other releases: test_trl_liger.py."""
     spec = spec_of({"launch.sh": TRL_LAUNCH.format(" --use_liger_kernel true" if flag else "")})
     assert spec.liger_kernels is flag
-    assert (spec.logits.value == "fused") is flag
+    assert spec.logits.value == "chunked_head"
 
 
 @pytest.mark.parametrize("flag", [True, False])
@@ -61,17 +62,17 @@ def test_verl_writes_use_liger_and_reads_it_back(tmp_path: Path) -> None:
     assert back and all(b.liger_kernels for b in back)
 
 
-def test_trl_writes_use_liger_kernel_for_liger_with_the_fused_loss(tmp_path: Path) -> None:
-    spec = parse_spec({**QUICKSTART_TRL, "logits": "fused", "liger_kernels": True})
+def test_trl_writes_use_liger_kernel_for_liger_kernels(tmp_path: Path) -> None:
+    spec = parse_spec({**QUICKSTART_TRL, "liger_kernels": True})
     written = export_native("trl", spec, tmp_path, force=False)
     assert any("use_liger_kernel: true" in Path(p).read_text() for p in written if Path(p).suffix == ".yaml")
 
 
-def test_trl_cannot_write_liger_kernels_without_the_fused_loss(tmp_path: Path) -> None:
-    spec = parse_spec({**QUICKSTART_TRL, "liger_kernels": True})
+def test_trl_cannot_write_the_fused_loss_in_1_16(tmp_path: Path) -> None:
+    spec = parse_spec({**QUICKSTART_TRL, "logits": "fused", "liger_kernels": True})
     with pytest.raises(InputError) as err:
         export_native("trl", spec, tmp_path, force=False)
-    assert err.value.field == "liger_kernels"
+    assert err.value.field == "logits"
 
 
 def _swift_spec(tmp_path: Path, **update: object):

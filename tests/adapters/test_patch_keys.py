@@ -65,7 +65,7 @@ def test_trl_yaml_keeps_comments_and_speaks_trl(tmp_path: Path) -> None:
     path = tmp_path / "grpo.yaml"
     path.write_text(TRL)
     run, _ = load_native(path, "trl", HardwareFlags(gpu="H100", gpus_per_node=8))
-    patch = plan_patch("trl", path, TRL, run.spec, _changed(run.spec, {"logits": "fused", "rollout.gpu_memory_utilization": 0.4}))
+    patch = plan_patch("trl", path, TRL, run.spec, _changed(run.spec, {"liger_kernels": True, "rollout.gpu_memory_utilization": 0.4}))
     assert sorted(c.shown for c in patch.changes) == ["use_liger_kernel: (unset) → true", "vllm_gpu_memory_utilization: 0.3 → 0.4"]
     assert "# the policy" in patch.patched and "# oomless: trl==1.16" in patch.patched
     assert "vllm_gpu_memory_utilization: 0.4\n" in patch.patched and "use_liger_kernel: true\n" in patch.patched

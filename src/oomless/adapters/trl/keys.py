@@ -68,7 +68,8 @@ NOT_MODELLED = {
 
 
 LEGACY_KEYS: dict[str, tuple[str, str]] = {
-    "use_liger_loss": ("use_liger_kernel", "renamed use_liger_kernel (trl PR #4364); read as it"),
+    "use_liger_loss": ("use_liger_loss", "the Liger GRPO loss alone before 0.25, then copied into use_liger_kernel "
+                       "(trl PR #4364); read so (liger.py)"),
     "torch_dtype": ("dtype", "ModelConfig's name before transformers 4.56 renamed it dtype; read as it"),
     "max_prompt_length": ("max_prompt_length", "prompts were truncated to it (default 512); read as the prompt bound"),
 }
@@ -87,7 +88,8 @@ SPEC_SOURCES: dict[str, str] = {
     "finetune.lora_alpha": "lora_alpha", "finetune.lora_targets": "lora_target_modules",
     "distribution": "deepspeed | accelerate_config | config_file", "precision": "bf16 | fp16 | dtype | torch_dtype",
     "gradient_checkpointing": "gradient_checkpointing", "attention": "attn_implementation",
-    "logits": "use_liger_kernel | use_liger_loss | cast_lm_head_to_fp32", "kl_beta": "beta | kl_coef",
+    "logits": "use_liger_kernel | use_liger_loss | cast_lm_head_to_fp32",
+    "liger_kernels": "use_liger_kernel | liger_kernel_config", "kl_beta": "beta | kl_coef",
     "batch.micro_batch_size": "per_device_train_batch_size", "batch.num_generations": "num_generations",
     "batch.gradient_accumulation_steps": "gradient_accumulation_steps", "batch.steps_per_generation": "steps_per_generation",
     "batch.padding_free": "padding_free", "lengths.max_completion_tokens": "max_completion_length | response_length",

@@ -61,6 +61,8 @@ from .finetune import finetune_section
 
 PPO_NOT_READ = {
     "use_liger_kernel": "PPOTrainer never applies Liger kernels (it does not call Trainer.__init__)",
+    "liger_kernel_config": "PPOTrainer never applies Liger kernels (it does not call Trainer.__init__)",
+    "legacy.use_liger_loss": "no Liger loss in PPOTrainer or the RLOOTrainer of TRL <= 0.21",
     "padding_free": "not a PPOConfig key: PPOTrainer pads every batch",
 }
 

@@ -83,6 +83,9 @@ def _refuse_unrunnable(spec: RunSpec, rloo: bool = False) -> None:
                        "logits; allowed: full_bf16")
     if spec.batch.padding_free:
         cannot_express("batch.padding_free", f"True cannot be written for {release}: it pads every batch; allowed: False")
+    if spec.liger_kernels:
+        cannot_express("liger_kernels", f"True cannot be written for {release}: it never applies Liger's kernels (it "
+                       "does not call Trainer.__init__); allowed: False")
     if rloo:
         if spec.reward_model.model is None:
             cannot_express("reward_model.model", f"None cannot be written for {release}: it scores with reward_model_path")

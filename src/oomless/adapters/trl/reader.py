@@ -47,6 +47,7 @@ from .. import key_tables as KT
 from .keys import LEGACY_KEYS, NO_MEMORY_EFFECT, NOT_MODELLED, OPEN_R1_NO_MEMORY_EFFECT, PPO_NO_MEMORY_EFFECT
 from . import trainers as TT
 from .finetune import finetune_section
+from .liger import liger_fields
 from . import versions as TV
 from .versions import LATEST, SUPPORTED_VERSIONS
 
@@ -237,15 +238,9 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     attention = _attention(keys.get("attn_implementation"), notes)
     if attention:
         spec["attention"] = attention
-    if keys.bool("use_liger_kernel", False):  # Trainer.__init__: _apply_liger_kernel_to_instance, and the fused loss
-        spec["logits"] = "fused"
-        spec["liger_kernels"] = True
-    elif keys.bool("cast_lm_head_to_fp32", False):
-        spec["logits"] = "full_fp32"
-    elif keys.version >= TV.CHUNKED_HEAD_FROM:  # the tiled LM head (trl/kernels/chunked_logprob.py)
-        spec["logits"] = "chunked_head"
-    else:  # TRL <= 1.14: full logits, log-softmax row by row in the model dtype (versions.py)
-        spec["logits"] = "full_bf16"
+    spec.update(liger_fields(keys, notes))  # per release: the model kernels, and where it is Liger's the fused loss
+    if "logits" not in spec:
+        spec["logits"] = _logits(keys)
     spec["kl_beta"] = keys.float("beta", float(keys.default("beta", 0.0)))
     if keys.get("reward_model_name_or_path"):
         spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}
@@ -265,6 +260,14 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
         spec["vision"] = vision
     spec["hardware"] = TL.hardware_section(hardware, gpus, nodes, launch, notes)
     return spec
+
+
+def _logits(keys: Keys) -> str:
+    if keys.bool("cast_lm_head_to_fp32", False):
+        return "full_fp32"
+    if keys.version >= TV.CHUNKED_HEAD_FROM:  # the tiled LM head (trl/kernels/chunked_logprob.py)
+        return "chunked_head"
+    return "full_bf16"  # TRL <= 1.14: full logits, log-softmax row by row in the model dtype (versions.py)
 
 
 def _distribution(keys: Keys, launch: TL.Launch, read: Callable[[str], str]) -> tuple[dict, str, str | None, bool]:

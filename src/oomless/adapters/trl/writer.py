@@ -23,6 +23,8 @@ from .launch import COLOCATE_MAX_NUM_BATCHED_TOKENS
 from . import ppo_writer as PW
 from . import optim as TO
 from . import trainers as TT
+from .liger import liger_settings
+from .versions import CHUNKED_HEAD_FROM
 
 CONFIG_NAME = "grpo_config.yaml"
 ACCELERATE_NAME = "accelerate_config.yaml"
@@ -244,35 +246,33 @@ def _training(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[str, Any
     optim = TO.optim_value(spec, OPTIM[spec.optimizer.value], dialect)
     if optim is not None:
         out["optim"] = optim
-    if spec.liger_kernels and spec.logits.value != "fused":
-        cannot_express("liger_kernels", "TRL's use_liger_kernel applies Liger's model kernels and its fused loss "
-                       "together: set logits: fused with it")
-    if spec.logits.value == "fused":
-        out["use_liger_kernel"] = True
-    elif spec.logits.value == "full_fp32":
+    out.update(liger_settings(spec, dialect))  # use_liger_kernel / use_liger_loss, per release (liger.py)
+    if spec.logits.value == "full_fp32":
         out["cast_lm_head_to_fp32"] = True
-    else:
-        _release_logits(spec)
+    elif spec.logits.value != "fused":
+        _release_logits(spec, dialect)
     return out
 
 
 KEYED_LOGITS = ("fused", "full_fp32")
-"""Logits modes a TRL key selects (use_liger_kernel, cast_lm_head_to_fp32); any other is the
+"""Logits modes a TRL key selects (use_liger_kernel/use_liger_loss: liger.py; cast_lm_head_to_fp32); any other is the
 release's own: the tiled LM head from 1.15, full bf16 logits before (reader, versions.py)."""
 
 
-def _release_logits(spec: RunSpec) -> None:
+def _release_logits(spec: RunSpec, dialect: tuple[int, ...]) -> None:
     """A patch (`fallback_spec`: the run before it) can leave the logits only to the file's
-    release, which is the run's own mode unless that was keyed (then 1.16's tiled head is taken):
-    another unkeyed mode reads back as the release's (open-r1's DeepSeek recipe on A100-40GB:
-    full_bf16 wanted, chunked_head read back, 0.8 GiB apart)."""
+    release, which is the run's own mode unless that was keyed (then the release's own: the
+    tiled head from 1.15, full bf16 logits before): another unkeyed mode reads back as the
+    release's (open-r1's DeepSeek recipe on A100-40GB: full_bf16 wanted, chunked_head read back,
+    0.8 GiB apart)."""
     old = fallback_spec()
     if old is None:
         return
-    release = old.logits.value if old.logits.value not in KEYED_LOGITS else "chunked_head"
+    own = "chunked_head" if dialect >= CHUNKED_HEAD_FROM else "full_bf16"
+    release = old.logits.value if old.logits.value not in KEYED_LOGITS else own
     if spec.logits.value != release:
         cannot_express("logits", f"{spec.logits.value!r} cannot be written for TRL: the file's release computes "
-                       f"{release!r} unless use_liger_kernel or cast_lm_head_to_fp32 is set")
+                       f"{release!r} unless a Liger loss key or cast_lm_head_to_fp32 is set")
 
 
 def _rollout(spec: RunSpec) -> dict[str, Any]:
