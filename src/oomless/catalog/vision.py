@@ -47,6 +47,12 @@ tower ``vision_config.model_type`` names (CLIP by default)."""
 NORM_BY_TOWER = {"qwen2_5_vl": "rms_norm", "intern_vit_6b": "rms_norm",
                  "internvl_vision": LAYER_NORM}
 """Block norm when the config does not say (``norm_type``); every other tower uses LayerNorm."""
+ACT_BY_TOWER = {"qwen2_vl": "quick_gelu", "qwen2_5_vl": "silu", "qwen3_vl": "gelu_pytorch_tanh",
+                "intern_vit_6b": "gelu", "internvl_vision": "gelu", SIGLIP: "gelu_pytorch_tanh",
+                CLIP: "quick_gelu", "idefics3_vision": "gelu_pytorch_tanh"}
+"""The tower MLP's activation when ``vision_config`` does not name it: the vision config
+classes' ``hidden_act`` defaults (transformers 5.24 configuration_qwen2_vl.py, qwen2_5_vl,
+qwen3_vl, qwen3_5, internvl, siglip, clip, idefics3; InternViT remote configuration_intern_vit.py)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,9 @@ class VisionArch:
     projector_bias: bool = True
     post_norm: bool = True
     """HF InternVL's tower ends in a LayerNorm only without ``use_mean_pooling``."""
+    hidden_act: str = ""
+    """The tower MLP's activation (transformers ``ACT2FN`` name): Qwen2.5-VL's gated silu,
+    Qwen2-VL's and CLIP's quick_gelu, the GELUs of the others."""
 
 
 def _tower(config: dict[str, Any], vc: dict[str, Any]) -> tuple[str, str]:
@@ -187,6 +196,7 @@ def vision_from_config(config: dict[str, Any], out_hidden_size: int) -> VisionAr
         num_feature_layers=_feature_layers(config),
         projector_bias=bool(config.get("multimodal_projector_bias", True)),
         post_norm=not (tower == "internvl_vision" and vc.get("use_mean_pooling", True)),
+        hidden_act=str(vc.get("hidden_act") or ACT_BY_TOWER.get(tower, "gelu")),
     )
 
 

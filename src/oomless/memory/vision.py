@@ -46,9 +46,17 @@ from .vision_tokens import (
     smart_resize,
 )
 
-__all__ = [  # the token rules of `memory.vision_tokens`, re-exported: this module is the vision API
+from .vision_projector import (
+    encoder_cache_bytes,
+    merger_saved_bytes,
+    num_vllm_profile_images,
+    vllm_encoder_budget_tokens,
+)
+
+__all__ = [  # the token and projector rules, re-exported: this module is the vision API
     "TOWERS", "internvl_tile_grid", "max_image_patches", "max_image_tokens", "max_smart_resize_tokens",
     "num_image_patches", "num_image_tokens", "num_internvl_tiles", "smart_resize",
+    "encoder_cache_bytes", "merger_saved_bytes", "num_vllm_profile_images", "vllm_encoder_budget_tokens",
 ]
 
 B = C.BF16_BYTES
@@ -190,15 +198,32 @@ def vision_attention_saved_bytes_per_patch(v: VisionArch, attention: AttentionIm
     return projections + rotated + core + layer_scale + qk_norm
 
 
+SWIGLU, QUICK_GELU, GELU = "swiglu", "quick_gelu", "gelu"
+
+
+def mlp_kind(v: VisionArch) -> str:
+    """Qwen2.5-VL's MLP is gated (gate_proj, up_proj, SiLU); the others are fc1 → activation →
+    fc2, QuickGELU (Qwen2-VL, CLIP: ``x * sigmoid(1.702 x)``) or a GELU kernel."""
+    if v.model_type == QWEN2_5_VL:
+        return SWIGLU
+    return QUICK_GELU if v.hidden_act == QUICK_GELU else GELU
+
+
 def vision_mlp_saved_bytes_per_patch(v: VisionArch) -> int:
-    """Qwen SwiGLU (biases change nothing): input 2h, gate 2I, SiLU 2I, up 2I, product 2I
-    = 2h + 8I. GELU MLP (InternViT, SigLIP): input 2h, fc1 output 2I (GELU backward), GELU
-    output 2I (fc2 input) = 2h + 4I; InternViT's `mlp(...) * ls2` adds 2h.
-    Source: Qwen2_5_VLMLP (bias=True), InternMLP, SiglipMLP (gelu_pytorch_tanh)."""
-    h, i, tower = v.hidden_size, v.intermediate_size, _tower(v)
-    if tower == QWEN2_5_VL:
+    """Qwen2.5-VL SwiGLU (biases change nothing): input 2h, gate 2I, SiLU 2I, up 2I, product
+    2I = 2h + 8I. GELU MLP (InternViT, SigLIP, Qwen3-VL): input 2h, fc1 output 2I (GELU
+    backward), GELU output 2I (fc2 input) = 2h + 4I; InternViT's `mlp(...) * ls2` adds 2h.
+    QuickGELU (Qwen2-VL, CLIP): the product keeps fc1's output and the sigmoid's, the sigmoid
+    its output, fc2 the product: 2h + 6I.
+    Source: transformers 5.24 Qwen2_5_VLMLP (bias=True), qwen2_vl VisionMlp, Qwen3VLVisionMLP,
+    activations.py QuickGELUActivation, InternMLP, SiglipMLP; each checked by `oomless trace`
+    (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)."""
+    h, i, kind = v.hidden_size, v.intermediate_size, mlp_kind(v)
+    if kind == SWIGLU:
         return B * h + 4 * B * i
-    return B * h + 2 * B * i + (B * h if tower == INTERN_VIT else 0)
+    if kind == QUICK_GELU:
+        return B * h + 3 * B * i
+    return B * h + 2 * B * i + (B * h if _tower(v) == INTERN_VIT else 0)
 
 
 def vision_block_saved_bytes_per_patch(v: VisionArch, attention: AttentionImpl, window_len: int) -> int:
@@ -211,17 +236,26 @@ def vision_block_saved_bytes_per_patch(v: VisionArch, attention: AttentionImpl, 
             + vision_mlp_saved_bytes_per_patch(v))
 
 
+POS_INTERPOLATION_TAPS = 4
+"""Qwen3-VL resamples its learned position table bilinearly: 4 taps per patch
+(`get_vision_interpolation_indices_and_weights`, mode "bilinear")."""
+
+
 def vision_embedding_saved_bytes_per_patch(v: VisionArch) -> int:
     """Saved once per patch outside the blocks by a trained tower: the patch-embedding conv's
     bf16 input C·t·p² (Qwen Conv3d over its 2 frames, else Conv2d), Qwen's fp32 rotary cos and
-    sin (2·4·head_dim), SigLIP's post_layernorm. Source: Qwen2_5_VisionPatchEmbed (Conv3d on
-    `hidden_states.to(weight dtype)`), `apply_rotary_pos_emb_vision`, SiglipVisionTransformer.
+    sin (2·4·head_dim), SigLIP's post_layernorm, Qwen3-VL's position-table gather (the
+    embedding's int64 indices and the fp32 weights its product keeps, 4 taps each).
+    Source: Qwen2_5_VisionPatchEmbed (Conv3d on `hidden_states.to(weight dtype)`),
+    `apply_rotary_pos_emb_vision`, SiglipVisionTransformer, Qwen3VLVisionModel.forward
+    (``pos_embed(interp_indices) * interp_weights``).
     Assumes: InternViT's class token is charged as a patch (1 in 1,025)."""
     tower = _tower(v)
     pixels = B * v.in_chans * v.temporal_patch_size * v.patch_size ** 2
     rotary = 2 * F * (v.hidden_size // v.num_heads) if tower == QWEN2_5_VL else 0
     post_norm = vision_norm_saved_bytes_per_patch(v) if tower == SIGLIP else 0
-    return pixels + rotary + post_norm
+    table = POS_INTERPOLATION_TAPS * (C.INT64_BYTES + F) if v.num_position_embeddings else 0
+    return pixels + rotary + post_norm + table
 
 
 def checkpointed_block_input_bytes_per_patch(v: VisionArch) -> int:
@@ -297,28 +331,35 @@ def _inference_parts_per_patch(v: VisionArch, attention: AttentionImpl) -> tuple
     qkv output 6h (InternViT eager: + its scaled q), then for Qwen either the fp32 rotary
     temporaries (6·4h) or, once they are freed, the rotated q, k and the output (and its
     contiguous copy unless flash) beside the eager scores; other towers the output (+ copy).
-    MLP: SwiGLU gate-activation, up, product 3·2I; GELU fc1 + GELU 2·2I.
+    MLP: SwiGLU gate-activation, up, product 3·2I; GELU fc1 + GELU 2·2I; QuickGELU fc1, the
+    sigmoid and the product 3·2I.
     """
     h, i, tower = v.hidden_size, v.intermediate_size, _tower(v)
     attention = _effective_attention(v, attention)
     norm = 2 * F * h if v.norm_type != "layer_norm" else B * h
     copy = 0 if attention == AttentionImpl.flash_attention_2 else B * h
+    mlp = (2 if mlp_kind(v) == GELU else 3) * B * i
     if tower == QWEN2_5_VL:
-        return norm, 3 * B * h, ROTARY_FP32_TEMPORARIES * F * h, 2 * B * h + B * h + copy, 3 * B * i
+        return norm, 3 * B * h, ROTARY_FP32_TEMPORARIES * F * h, 2 * B * h + B * h + copy, mlp
     scaled_q = B * h if tower == INTERN_VIT and attention == AttentionImpl.eager else 0
-    return norm, 3 * B * h + scaled_q, 0, B * h + copy, 2 * B * i
+    return norm, 3 * B * h + scaled_q, 0, B * h + copy, mlp
 
 
 def inference_held_bytes_per_patch(v: VisionArch) -> int:
     """What a Qwen tower's no-grad forward keeps for its whole length besides the residual
     stream: the bf16 copy of `pixel_values` (2·C·t·p², `get_image_features` casts them to the
     tower's dtype and keeps the reference through the call) and the fp32 rotary cos/sin tables
-    (2·4·head_dim). Source: transformers qwen2_5_vl/modeling_qwen2_5_vl.py
-    (`get_image_features`, `Qwen2_5_VisionTransformerPretrainedModel.forward`); `oomless trace`."""
+    (2·4·head_dim); Qwen3-VL also its fp32 resampled position embeddings (the ``pos_embeds``
+    local, 4h) and, by its last blocks, every deepstack feature (bf16 at the LLM's width, per
+    token of m² patches). Source: transformers qwen2_5_vl/modeling_qwen2_5_vl.py
+    (`get_image_features`, `Qwen2_5_VisionTransformerPretrainedModel.forward`),
+    qwen3_vl/modeling_qwen3_vl.py (`Qwen3VLVisionModel.forward`); `oomless trace`."""
     if _tower(v) != QWEN2_5_VL:
         return 0
     pixels = B * v.in_chans * max(v.temporal_patch_size, 1) * v.patch_size * v.patch_size
-    return pixels + 2 * F * (v.hidden_size // v.num_heads)
+    table = F * v.hidden_size if v.num_position_embeddings else 0
+    deepstack = len(v.deepstack_visual_indexes) * B * v.out_hidden_size // v.spatial_merge_size ** 2
+    return pixels + 2 * F * (v.hidden_size // v.num_heads) + table + deepstack
 
 
 def inference_score_bytes(v: VisionArch) -> int:
@@ -342,61 +383,3 @@ def vision_inference_peak_bytes(v: VisionArch, num_patches: int, num_images: int
     scores = _eager_score_bytes(v, attention, num_patches, num_images, dense_mask, inference_score_bytes(v))
     block = max(norm * total, qkv * total + max(rotary * total, rest * total + scores), mlp * total)
     return (2 * B * v.hidden_size + inference_held_bytes_per_patch(v)) * total + block
-
-
-# --- projector and encoder outputs ---------------------------------------------------------
-
-def merger_saved_bytes(v: VisionArch, num_patches: int, num_images: int) -> int:
-    """Activations a trained projector saves (it is often trained with the tower frozen).
-
-    Qwen PatchMerger per patch: ln_q RMSNorm 6h, mlp.0 input 2h, GELU input 2h, GELU output
-    (mlp.2 input) 2h = 12h (per token of m² patches the same ×m²).
-    InternVL mlp1 per token (pixel-shuffled width m²h): LayerNorm input 2m²h + stats, Linear
-    input 2m²h, GELU input and output 2·2·out.
-    gemma3 per patch avg_pool2d input 2h; per token Gemma3RMSNorm fp32 input and normed 2·4h,
-    matmul input 2h. Source: Qwen2_5_VLPatchMerger, InternVLChatModel.mlp1,
-    Gemma3MultiModalProjector.
-    """
-    tower, h, total = _tower(v), v.hidden_size, num_patches * num_images
-    if tower == QWEN2_5_VL:
-        return total * (rmsnorm_saved_bytes_per_token(h) + 3 * B * h)
-    if tower == INTERN_VIT:
-        tokens = _num_tokens_of_patches(v, num_patches) * num_images
-        width = v.spatial_merge_size ** 2 * h
-        return tokens * (2 * B * width + LAYERNORM_STATS_BYTES + 2 * B * v.out_hidden_size)
-    tokens = v.mm_tokens_per_image * num_images
-    return total * B * h + tokens * (2 * F * h + B * h)
-
-
-def _num_tokens_of_patches(v: VisionArch, num_patches: int) -> int:
-    """LLM tokens behind one image's ``num_patches`` (inverse of ``_patches_of_tokens``)."""
-    tower = _tower(v)
-    if tower == QWEN2_5_VL:
-        return num_patches // v.spatial_merge_size ** 2
-    if tower == INTERN_VIT:
-        return num_patches // (num_patches_per_tile(v) + CLASS_TOKENS) * num_tokens_per_tile(v)
-    return v.mm_tokens_per_image
-
-
-def encoder_cache_bytes(v: VisionArch, num_tokens: int) -> int:
-    """Encoder outputs vLLM keeps on the GPU: tokens × LLM hidden × 2 B (model dtype bf16).
-    Source: vllm/v1/worker/gpu_model_runner.py `encoder_cache`, sized in tokens by
-    `encoder_cache_size`."""
-    return num_tokens * v.out_hidden_size * B
-
-
-def vllm_encoder_budget_tokens(max_num_batched_tokens: int, max_tokens_per_image: int) -> int:
-    """vLLM's encoder compute budget and cache size: max(max_num_batched_tokens, tokens of the
-    largest item). Source: vllm/v1/core/encoder_cache_manager.py `compute_mm_encoder_budget`;
-    SchedulerConfig sets max_num_encoder_input_tokens = encoder_cache_size =
-    max_num_batched_tokens."""
-    return max(max_num_batched_tokens, max_tokens_per_image)
-
-
-def num_vllm_profile_images(encoder_budget_tokens: int, max_tokens_per_image: int, images_per_prompt: int,
-                            max_model_len: int, max_num_seqs: int) -> int:
-    """Worst-case images vLLM's profile run encodes in one batch: as many as the encoder budget
-    holds, capped by max_num_seqs × min(limit_mm_per_prompt, max_model_len // tokens), ≥ 1.
-    Source: vllm/multimodal/budget.py `MultiModalBudget._get_max_items` (chunked prefill on)."""
-    per_prompt = max(1, min(images_per_prompt, max_model_len // max_tokens_per_image))
-    return max(1, min(encoder_budget_tokens // max_tokens_per_image, max_num_seqs * per_prompt))

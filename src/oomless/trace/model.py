@@ -13,10 +13,10 @@ every `GradientCheckpointingLayer`, i.e. every decoder layer).
 
 Multimodal configs are traced through their language model: Gemma 3's nested ``text_config``
 (`gemma3_text`), and Qwen2.5-VL's text decoder as a Qwen2 decoder of the same dimensions (the
-same layer; Qwen2.5-VL's M-RoPE changes only the cos/sin tables). Qwen2.5-VL's vision tower is
-built apart from ``vision_config`` with transformers' own class and joined to this decoder's
-token embeddings (`trace.vision`); other towers (InternViT, SigLIP, Qwen2-VL, Qwen3-VL) are not
-traced.
+same layer; Qwen2.5-VL's M-RoPE changes only the cos/sin tables), Qwen2-VL's likewise and
+Qwen3-VL's ``text_config`` as a Qwen3 decoder. Their vision towers are built apart from
+``vision_config`` with transformers' own classes and joined to this decoder's token embeddings
+(`trace.vision`); other towers (InternViT, SigLIP, Qwen3.5's) are not traced.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from .attention import IMPLEMENTATIONS, register
 from .tracker import mark_checkpointed_layers
 
 CATALOG_PREFIX = "catalog:"
-TEXT_ONLY_TYPES = {"qwen2_5_vl": "qwen2", "qwen2_vl": "qwen2"}
-"""VLM families whose language model is traced as this text family (same decoder layer)."""
-VLM_ONLY_KEYS = ("vision_config", "rope_scaling", "image_token_id", "video_token_id",
+TEXT_ONLY_TYPES = {"qwen2_5_vl": "qwen2", "qwen2_vl": "qwen2", "qwen3_vl_text": "qwen3"}
+"""VLM families whose language model is traced as this text family (same decoder layer; the
+M-RoPE of Qwen2-VL, Qwen2.5-VL and Qwen3-VL changes only the cos/sin tables)."""
+VLM_ONLY_KEYS = ("vision_config", "rope_scaling", "rope_parameters", "image_token_id", "video_token_id",
                  "vision_start_token_id", "vision_end_token_id", "vision_token_id")
 SUBCONFIG_KEYS = ("text_config", "llm_config")
 
@@ -63,7 +64,11 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
         sub = config.get(key)
         if isinstance(sub, dict) and sub.get("model_type"):
             base = {k: v for k, v in config.items() if k not in SUBCONFIG_KEYS and k != "vision_config"}
-            return {**base, **sub}
+            return _as_text_family({**base, **sub})
+    return _as_text_family(config)
+
+
+def _as_text_family(config: dict[str, Any]) -> dict[str, Any]:
     model_type = config.get("model_type", "")
     if model_type in TEXT_ONLY_TYPES:
         out = {k: v for k, v in config.items() if k not in VLM_ONLY_KEYS}

@@ -56,11 +56,26 @@ from .model import _strip_annotations, to_fake
 from .result import TraceSetup, VisionTrace
 from .tracker import ACTIVATION_CATEGORIES, StorageTracker, mark_checkpointed_layers
 
+@dataclass(frozen=True)
+class TowerClass:
+    """transformers' classes of one tower: (module, name) of its config and of its model."""
+
+    config: tuple[str, str]
+    model: tuple[str, str]
+
+
 TOWER_CLASSES = {
-    "qwen2_5_vl": ("transformers.models.qwen2_5_vl.configuration_qwen2_5_vl", "Qwen2_5_VLVisionConfig",
-                   "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", "Qwen2_5_VisionTransformerPretrainedModel"),
+    "qwen2_vl": TowerClass(("transformers.models.qwen2_vl.configuration_qwen2_vl", "Qwen2VLVisionConfig"),
+                           ("transformers.models.qwen2_vl.modeling_qwen2_vl", "Qwen2VisionTransformerPretrainedModel")),
+    "qwen2_5_vl": TowerClass(("transformers.models.qwen2_5_vl.configuration_qwen2_5_vl", "Qwen2_5_VLVisionConfig"),
+                             ("transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", "Qwen2_5_VisionTransformerPretrainedModel")),
+    "qwen3_vl": TowerClass(("transformers.models.qwen3_vl.configuration_qwen3_vl", "Qwen3VLVisionConfig"),
+                           ("transformers.models.qwen3_vl.modeling_qwen3_vl", "Qwen3VLVisionModel")),
 }
-"""Top-level model_type → (config module, config class, model module, tower class)."""
+"""Top-level model_type → the tower's classes. Qwen2-VL: full attention in every block,
+LayerNorm, fc1/fc2 MLP, LayerNorm PatchMerger; Qwen3-VL: the same blocks with a learned
+position table resampled to each image, and deepstack mergers whose outputs are added to the
+first decoder layers' hidden states at the image positions (`Qwen3VLTextModel._deepstack_process`)."""
 JOIN_NAME = "ImageJoin"
 TOWER_NAME = "visual"
 """The tower's module name, as in `Qwen2_5_VLModel.visual`."""
@@ -96,12 +111,12 @@ def build_tower(config: dict[str, Any], setup: TraceSetup, dtype: torch.dtype, m
     if model_type not in TOWER_CLASSES or not isinstance(config.get("vision_config"), dict):
         raise InputError("model", f"the vision tower of model_type {model_type!r} is not traced; traced: "
                          f"{', '.join(TOWER_CLASSES)}")
-    config_module, config_class, model_module, model_class = TOWER_CLASSES[model_type]
+    classes = TOWER_CLASSES[model_type]
     register()
-    vision_config = _import(config_module, config_class)(**_strip_annotations(config["vision_config"]))
+    vision_config = _import(*classes.config)(**_strip_annotations(config["vision_config"]))
     implementation = VISION_IMPLEMENTATIONS[setup.attention]
     with torch.device("meta"):
-        tower = _import(model_module, model_class)._from_config(vision_config, dtype=dtype)
+        tower = _import(*classes.model)._from_config(vision_config, dtype=dtype)
         tower.config._attn_implementation = implementation
         tower.train()
         tower.requires_grad_(setup.vision_trains)
@@ -127,26 +142,41 @@ class ImageBatch:
         return [self.pixel_values, *(t for t in self.precomputed.values() if isinstance(t, torch.Tensor))]
 
 
+def _index_tensors(tower: torch.nn.Module, grid: torch.Tensor) -> dict[str, Any]:
+    """The tower's data-dependent index tensors and lengths, computed for real by transformers'
+    own `vision_utils` functions, under the keyword names its forward pops them by."""
+    from transformers import vision_utils as vu
+
+    cfg = tower.config
+    cu_seqlens, max_seqlen = vu.get_vision_attention_seqlens(grid, cfg)
+    out: dict[str, Any] = {"cu_seqlens": cu_seqlens, "max_seqlen": int((cu_seqlens[1:] - cu_seqlens[:-1]).max()),
+                           "position_ids": vu.get_vision_position_ids(grid, cfg.spatial_merge_size)}
+    if getattr(cfg, "window_size", 0) and hasattr(cfg, "fullatt_block_indexes"):  # Qwen2.5-VL
+        window_index, cu_window = vu.get_vision_window_index(grid, cfg.spatial_merge_size, cfg.window_size, cfg.patch_size)
+        cu_window = cu_window.to(torch.int32)
+        out.update(window_index=window_index, cu_window_seqlens=cu_window,
+                   max_window_seqlen=int((cu_window[1:] - cu_window[:-1]).max()))
+    if hasattr(tower, "num_grid_per_side"):  # Qwen3-VL's learned position table
+        indices, weights = vu.get_vision_interpolation_indices_and_weights(
+            grid, num_grid_per_side=tower.num_grid_per_side, mode=tower.interpolation_mode,
+            align_corners=tower.interpolation_align_corners, spatial_merge_size=cfg.spatial_merge_size)
+        out.update(interp_indices=indices, interp_weights=weights)
+    return out
+
+
+REAL_OUTSIDE_FLASH = ("cu_seqlens", "cu_window_seqlens")
+"""Index tensors whose values transformers reads (`lengths.tolist()` of the per-chunk loop):
+real, except on the flash path, which passes them to the kernel."""
+
+
 def image_batch(tower: torch.nn.Module, setup: TraceSetup, num_sequences: int, mode: Any) -> ImageBatch:
     """``num_sequences`` × ``images_per_sequence`` images of ``setup.image_grid_thw``; call
     outside the fake mode (the index tensors are computed for real, then made fake)."""
-    from transformers.vision_utils import get_vision_attention_seqlens, get_vision_position_ids, get_vision_window_index
-
     cfg = tower.config
     grid = torch.tensor([setup.image_grid_thw] * (num_sequences * setup.images_per_sequence), dtype=torch.long)
-    cu_seqlens, max_seqlen = get_vision_attention_seqlens(grid, cfg)
-    window_index, cu_window_seqlens = get_vision_window_index(grid, cfg.spatial_merge_size, cfg.window_size, cfg.patch_size)
-    cu_window_seqlens = cu_window_seqlens.to(torch.int32)
-    lengths = [int((c[1:] - c[:-1]).max()) for c in (cu_seqlens, cu_window_seqlens)]
     flash = "flash" in cfg._attn_implementation
-    as_fake = mode.from_tensor
-    index = {"cu_seqlens": cu_seqlens, "cu_window_seqlens": cu_window_seqlens}
-    precomputed: dict[str, Any] = {
-        "position_ids": as_fake(get_vision_position_ids(grid, cfg.spatial_merge_size)),
-        "window_index": as_fake(window_index),
-        **{k: as_fake(v) if flash else v for k, v in index.items()},
-        "max_seqlen": lengths[0], "max_window_seqlen": lengths[1],
-    }
+    precomputed = {k: v if not isinstance(v, torch.Tensor) or (k in REAL_OUTSIDE_FLASH and not flash) else mode.from_tensor(v)
+                   for k, v in _index_tensors(tower, grid).items()}
     num_patches = int(grid.prod(-1).sum())
     width = cfg.in_channels * cfg.temporal_patch_size * cfg.patch_size ** 2
     with mode:
@@ -163,6 +193,8 @@ class ImageJoin(torch.nn.Module):
         self.image_token_id = image_token_id
         self.batch: ImageBatch | None = None
         self.tracker: StorageTracker | None = None
+        self.deepstack: list[torch.Tensor] = []
+        """Qwen3-VL: the current forward's deepstack features, one per early decoder layer."""
 
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
         """The image embeddings of the current batch, in the language model's dtype
@@ -172,9 +204,10 @@ class ImageJoin(torch.nn.Module):
         tracker.mark(f"{START}:{tracker.region}")
         merge = self.visual.spatial_merge_size ** 2
         pixel_values = batch.pixel_values.type(self.visual.dtype)
-        out = self.visual(pixel_values, grid_thw=batch.grid_thw, **batch.precomputed)
+        out = self.visual(pixel_values, grid_thw=batch.grid_thw, **dict(batch.precomputed))
         sizes = [int(t * h * w) // merge for t, h, w in batch.grid_thw.tolist()]
         image_embeds = torch.cat(torch.split(out.pooler_output, sizes), dim=0).to(inputs_embeds.device, inputs_embeds.dtype)
+        self.deepstack = [torch.cat(torch.split(f, sizes), dim=0) for f in getattr(out, "deepstack_features", None) or ()]
         del out, pixel_values
         if image_embeds.requires_grad:
             image_embeds.register_hook(lambda grad: tracker.mark(BACKWARD_START))
@@ -188,6 +221,21 @@ class ImageJoin(torch.nn.Module):
         mask = (input_ids == self.image_token_id).unsqueeze(-1)
         return inputs_embeds.masked_scatter(mask, image_embeds)
 
+    def add_deepstack(self, layer: int, hidden: torch.Tensor) -> torch.Tensor:
+        """`Qwen3VLTextModel._deepstack_process` after decoder layer ``layer``: a clone of the
+        hidden states with the layer's deepstack feature added at the image positions (HF
+        indexes with the boolean image mask; here with as many fake flat positions, the same
+        gather, add and index_put of [image tokens, hidden])."""
+        if layer >= len(self.deepstack):
+            return hidden
+        feature = self.deepstack[layer]
+        positions = torch.empty(feature.shape[0], dtype=torch.long, device=hidden.device)
+        flat = hidden.clone().view(-1, hidden.shape[-1])
+        flat = flat.index_put((positions,), flat.index_select(0, positions) + feature.to(hidden.dtype))
+        if layer == len(self.deepstack) - 1:
+            self.deepstack = []
+        return flat.view(hidden.shape)
+
 
 def attach(model: torch.nn.Module, join: ImageJoin) -> list[Any]:
     """Run ``join`` on the output of ``model``'s input embedding; returns the hook handles. The
@@ -200,8 +248,18 @@ def attach(model: torch.nn.Module, join: ImageJoin) -> list[Any]:
         if out.requires_grad:
             out.register_hook(lambda grad: tracker.mark(BACKWARD_END))
 
+    def deepstack(index: int) -> Any:
+        def add(module: Any, args: Any, out: Any) -> Any:
+            if isinstance(out, tuple):
+                return (join.add_deepstack(index, out[0]), *out[1:])
+            return join.add_deepstack(index, out)
+        return add
+
+    layers = model.get_decoder().layers
+    depth = len(getattr(join.visual, "deepstack_visual_indexes", ()) or ())
     return [join.visual.patch_embed.register_forward_hook(mark_end),
-            model.get_input_embeddings().register_forward_hook(lambda module, args, out: join.scatter(out, args[0]))]
+            model.get_input_embeddings().register_forward_hook(lambda module, args, out: join.scatter(out, args[0])),
+            *(layers[i].register_forward_hook(deepstack(i)) for i in range(min(depth, len(layers))))]
 
 
 def _is_vision(module: str) -> bool:

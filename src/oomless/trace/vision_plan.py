@@ -29,14 +29,15 @@ from ..planner import vision_terms as VT
 from ..planner.plan import Plan
 from ..spec.run import RunSpec
 
-TRACED_TOWERS = frozenset({"qwen2_5_vl"})
-"""Vision towers the tracer builds (`trace.vision.TOWER_CLASSES`); others are left out of the trace."""
+TRACED_TOWERS = frozenset({"qwen2_vl", "qwen2_5_vl", "qwen3_vl"})
+"""Models (top-level ``model_type``) whose vision tower the tracer builds (`trace.vision.TOWER_CLASSES`);
+others are left out of the trace (Qwen3.5 carries Qwen3-VL's tower on a decoder not traced with it)."""
 VISION_COMPONENT = "vision.activations"
 """The plan's component for the tower (`planner/gpu_phases.py`)."""
 
 
 def tower_traced(arch: ModelArch) -> bool:
-    return arch.vision is not None and arch.vision.model_type in TRACED_TOWERS
+    return arch.vision is not None and arch.model_type in TRACED_TOWERS
 
 
 def resize_limits(spec: RunSpec, arch: ModelArch) -> tuple[int, int]:
