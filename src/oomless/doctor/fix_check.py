@@ -38,7 +38,7 @@ def _candidates(fix: Fix, spec: Any) -> list[dict[str, Any]]:
     """Override sets realising ``fix``, mildest first; [] when it has no number to plan."""
     current = _get(spec, fix.knob)
     if fix.op == "set":
-        return [{fix.knob: fix.target}]
+        return [{fix.knob: fix.target, **{k: v for k, v in fix.also if _get(spec, k) != v}}]
     if fix.op == "halve" and isinstance(current, int) and current > 1:
         out = {fix.knob: max(1, current // 2)}
         if fix.knob == "batch.micro_batch_size":

@@ -23,10 +23,13 @@ class Fix:
     keeps_maths: bool = True
     change: str = ""
     """Human text of the change; filled by `describe` / `realise`."""
+    also: tuple[tuple[str, Any], ...] = ()
+    """Other run-spec fields a ``set`` fix sets with its knob (field, value): the pair the
+    frameworks' one flag switches (`FUSED_LOGITS`)."""
 
 
-def _f(knob: str, op: str, target: Any, reason: str, keeps_maths: bool = True) -> Fix:
-    return describe(Fix(knob, op, target, reason, keeps_maths))
+def _f(knob: str, op: str, target: Any, reason: str, keeps_maths: bool = True, also: tuple[tuple[str, Any], ...] = ()) -> Fix:
+    return describe(Fix(knob, op, target, reason, keeps_maths, also=also))
 
 
 def describe(fix: Fix) -> Fix:
@@ -34,6 +37,7 @@ def describe(fix: Fix) -> Fix:
     change = f"set to {_show(fix.target)}" if fix.op == "set" else words.get(fix.op, fix.op)
     if fix.op in ("lower", "raise") and fix.target is not None:
         change = f"{fix.op} to {_show(fix.target)}"
+    change += "".join(f", {knob} {_show(value)}" for knob, value in fix.also)
     return replace(fix, change=change)
 
 
@@ -48,7 +52,9 @@ def _show(value: Any) -> str:
 MICRO_BATCH = _f("batch.micro_batch_size", "halve", None, "half the activations and logits per forward; double "
                  "batch.gradient_accumulation_steps to keep the effective batch")
 CHECKPOINTING = _f("gradient_checkpointing", "set", True, "keep one tensor per layer instead of every activation")
-FUSED_LOGITS = _f("logits", "set", "fused", "Liger's fused loss never holds [tokens, vocab] logits for the whole micro-batch")
+FUSED_LOGITS = _f("logits", "set", "fused", "Liger's fused loss never holds [tokens, vocab] logits for the whole micro-batch; "
+                 "with Liger's model kernels, as ms-swift's and TRL's use_liger_kernel switch both (fit.space.logits_kernels)",
+                 also=(("liger_kernels", True),))
 CHUNKED_LOGITS = _f("logits", "set", "chunked", "log-softmax over row chunks instead of the whole [tokens, vocab] in fp32")
 SLEEP_1 = _f("rollout.sleep_level", "set", 1, "a colocated engine frees its KV cache and moves weights to host while the trainer works")
 SLEEP_2 = _f("rollout.sleep_level", "set", 2, "level 1 keeps a pinned host copy of every engine's weights; level 2 keeps none")
@@ -162,7 +168,9 @@ def _concrete(fix: Fix, current: Any, spec: Any) -> Fix | None:
             return None
         if fix.knob == "rollout.sleep_level" and isinstance(current, int) and current >= fix.target:
             return None
-        return replace(fix, change=f"{_show(current)} → {_show(fix.target)}")
+        also = "".join(f", {knob} {_show(_get(spec, knob))} → {_show(value)}" for knob, value in fix.also
+                       if _get(spec, knob) != value)
+        return replace(fix, change=f"{_show(current)} → {_show(fix.target)}{also}")
     if fix.op == "halve" and isinstance(current, int):
         if current <= 1:
             return None

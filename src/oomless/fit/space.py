@@ -114,19 +114,46 @@ def token_budgets(spec: RunSpec, seq_tokens: int) -> list[int | None]:
     return [given] + sorted({max(seq_tokens, given // k) for k in TOKEN_BUDGET_CUTS} - {given}, reverse=True)
 
 
+def logits_kernels(spec: RunSpec) -> list[Overrides]:
+    """The logits kernel with Liger's model kernels: the input's, then each other mode (fp32
+    logits only if already chosen), every option setting both fields.
+
+    Liger's fused loss (`logits: fused`) is proposed together with Liger's model kernels
+    (`liger_kernels: true`): ms-swift's `--use_liger_kernel` and TRL 0.25–1.14's `use_liger_kernel`
+    switch both with one flag, and every framework that can write the loss can write the pair
+    (TRL 0.17–0.24 `use_liger_loss` + `use_liger_kernel`, verl `use_fused_kernels` + `use_liger`;
+    tests/adapters/test_trl_liger.py), so the plan of the answer is the plan of the file it is
+    written as, whatever the framework (the spec does not name it). The kernels keep the maths
+    and only lower what a layer keeps, for the families Liger patches (`memory/activation_liger.py`).
+    Leaving the fused loss where the input has both, the kernels may stay (verl, TRL >= 1.15) or
+    go with the flag (ms-swift, TRL 0.25–1.14): both are offered, and with `--from` the
+    framework's writer keeps the one it can say (`fit.expressible`)."""
+    fused_pair = spec.logits == LogitsMode.fused and spec.liger_kernels
+    out = [{"logits": spec.logits, "liger_kernels": spec.liger_kernels}]
+    for mode in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused):
+        if mode == spec.logits:
+            continue
+        if mode == LogitsMode.fused:
+            out.append({"logits": mode, "liger_kernels": True})
+            continue
+        out.append({"logits": mode, "liger_kernels": spec.liger_kernels})
+        if fused_pair:
+            out.append({"logits": mode, "liger_kernels": False})
+    return out
+
+
 def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Factor:
-    """Batch split (or token budget) × recomputation × logits kernel (fp32 logits only if
-    already chosen). Under a token budget micro_batch_size × accumulation only counts the
-    sequences per step (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all."""
-    modes = [spec.logits] + [m for m in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused) if m != spec.logits]
+    """Batch split (or token budget) × recomputation × logits kernel (`logits_kernels`). Under
+    a token budget micro_batch_size × accumulation only counts the sequences per step
+    (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all."""
     budgets = token_budgets(spec, seq_tokens)
     if budgets != [None]:
         b = spec.batch
         same = [x for x in splits if x["batch.micro_batch_size"] == b.micro_batch_size
                 and x["batch.gradient_accumulation_steps"] == b.gradient_accumulation_steps]
         splits = [{**(same or splits)[0], "batch.max_tokens_per_gpu": budget} for budget in budgets]
-    variants = [{**split, "gradient_checkpointing": gc, "logits": mode}
-                for split in splits for gc in (True, False) for mode in modes]
+    variants = [{**split, "gradient_checkpointing": gc, **kernels}
+                for split in splits for gc in (True, False) for kernels in logits_kernels(spec)]
     return Factor("work", "train", _options(spec, variants))
 
 
