@@ -60,6 +60,10 @@ NO_MEMORY_EFFECT = (
     f"{A}.ppo_epochs", f"{M}.use_remove_padding",
 )
 ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
+UNPLANNED = {"critic.model.use_liger": "the spec's liger_kernels is the actor's: the critic is planned with HF's layers, "
+             "which keep more for backward than the Liger ones verl 0.9.1's FSDP engine gives it "
+             "(workers/engine/fsdp/transformer_impl.py); verl <= 0.7's CriticWorker (fsdp_workers.py) applies none"}
+"""Keys that change the planned memory in a way the spec cannot say: named, never silently dropped."""
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
@@ -341,5 +345,7 @@ def _report_unused(user: dict[str, Any], out: N.Collected) -> None:
             continue
         if not _known(key):
             out.ignore(key, value, f"not a verl {VERSION} key")
+        elif key in UNPLANNED and value != DEFAULTS.get(key):
+            out.ignore(key, value, UNPLANNED[key])
         elif key in NO_MEMORY_EFFECT or value != DEFAULTS.get(key):
             out.ignore(key, value, "no effect on the planned memory")
