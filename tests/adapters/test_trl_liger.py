@@ -110,6 +110,12 @@ def test_a_liger_kernel_config_the_run_would_not_take_is_refused(kwargs: dict, f
     assert err.value.field == field
 
 
+def test_a_liger_kernel_config_key_the_plan_does_not_know_is_named() -> None:
+    spec, ignored, _ = _yaml("{geglu: false}")
+    assert spec["liger_kernels"] is True
+    assert any(line.startswith("liger_kernel_config.geglu:") for line in ignored)
+
+
 def test_liger_kernel_config_without_use_liger_kernel_is_ignored_by_name() -> None:
     spec, ignored, _ = _yaml("{rms_norm: false}", kernel="false")
     assert not spec.get("liger_kernels", False)

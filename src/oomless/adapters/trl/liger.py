@@ -96,7 +96,10 @@ def _config(keys: Any, kernel: bool) -> dict[str, bool]:
     if not isinstance(raw, Mapping):
         raise InputError("liger_kernel_config", f"{raw!r} is not a mapping; allowed: a YAML mapping of Liger kernel "
                          "names to true/false (transformers passes it as keyword arguments)")
-    return {str(name): to_bool(f"liger_kernel_config.{name}", value) for name, value in raw.items()}
+    config = {str(name): to_bool(f"liger_kernel_config.{name}", value) for name, value in raw.items()}
+    for name in sorted(set(config) - set(MODEL_KERNELS) - set(NO_PLANNED_EFFECT)):
+        keys.ignored.append(f"liger_kernel_config.{name}: not planned (a kernel other than Liger's RMSNorm/SwiGLU)")
+    return config
 
 
 def model_kernels(config: Mapping[str, bool], version: tuple[int, ...], notes: list[str]) -> bool:
