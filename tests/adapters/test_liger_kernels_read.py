@@ -89,7 +89,15 @@ def test_swift_writes_use_liger_kernel_for_liger_with_the_fused_loss(tmp_path: P
     assert any("--use_liger_kernel true" in Path(p).read_text() for p in written if Path(p).is_file())
 
 
-def test_swift_cannot_write_liger_kernels_without_the_fused_loss(tmp_path: Path) -> None:
+def test_swift_writes_liger_kernels_alone_only_for_a_release_without_the_fused_loss(tmp_path: Path) -> None:
+    """ms-swift >= 3.5 applies Liger's GRPO loss with --use_liger_kernel (swift/liger.py): the
+    kernels alone are ms-swift 3.4's flag, which the export falls back to."""
+    from oomless.adapters.swift import writer as SW
+
+    spec = _swift_spec(tmp_path, liger_kernels=True)
     with pytest.raises(InputError) as err:
-        export_native("swift", _swift_spec(tmp_path, liger_kernels=True), tmp_path / "out", force=False)
+        SW.native_settings(spec)
     assert err.value.field == "liger_kernels" and "logits: fused" in err.value.message
+    written = export_native("swift", spec, tmp_path / "out", force=False)
+    script = next(Path(p).read_text() for p in written if Path(p).suffix == ".sh")
+    assert "--use_liger_kernel true" in script and "ms-swift==3.4" in script

@@ -45,6 +45,7 @@ FILES = [
     ("swift", "swift", "run.sh", SWIFT.read_text(), "H20", True),
     ("swift-liger", "swift", "run.sh", SWIFT.read_text().replace(
         "    --use_vllm true \\\n", "    --use_vllm true \\\n    --use_liger_kernel true \\\n"), "H20", True),
+    ("swift-3.4", "swift", "run.sh", SWIFT.read_text().replace("ms-swift==3.5", "ms-swift==3.4"), "H20", False),
     ("verl", "verl", "run.sh", VERL.read_text(), "H100-80GB", True),
 ]
 

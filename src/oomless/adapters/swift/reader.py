@@ -39,6 +39,7 @@ from . import layout as swift_layout
 from . import ppo as swift_ppo
 from . import prompts
 from .layout import Run
+from .liger import liger_fields
 from ..args import FlagReader
 from . import optim as SO
 from ..common import ShellCommand, parse_flags, parse_shell, parse_version, read_directives, read_text, to_int, version_text
@@ -220,9 +221,7 @@ def _spec(run: Run, rollout: ShellCommand | None, hardware: Any, read: ReadFile)
         if attn not in SF.ATTENTION:
             raise InputError("--attn_impl", f"{attn!r} is not planned; allowed: {', '.join(SF.ATTENTION)}")
         spec["attention"] = SF.ATTENTION[attn]
-    if f.bool("use_liger_kernel", False):  # transformers' Trainer applies Liger's model kernels, and the fused loss
-        spec["logits"] = "fused"
-        spec["liger_kernels"] = True
+    spec.update(liger_fields(f.bool("use_liger_kernel", False), run.profile.version, f.str("rlhf_type") == "ppo"))
     run.nproc = _int_env(run.env, "NPROC_PER_NODE", 1)
     nodes = _int_env(run.env, "NNODES", 1)
     if f.str("rlhf_type") == "ppo":

@@ -21,6 +21,7 @@ from . import keys as SF
 from . import patch_checks as PC
 from . import ppo as swift_ppo
 from . import optim as SO
+from . import liger as SL
 from ..common import transformers_directive, version_text
 from .. import key_tables as KT
 from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
@@ -223,11 +224,8 @@ def _training(spec: RunSpec, arch: ModelArch, profile: SF.Profile) -> list[tuple
     total = lengths.max_prompt_tokens + image_tokens(spec, arch)  # GRPO's max_length bounds the prompt (reader)
     out += [("max_length", str(total)), ("max_completion_length", str(lengths.max_completion_tokens)),
             ("beta", repr(spec.kl_beta))]
-    if spec.liger_kernels and spec.logits.value != "fused":
-        raise _CannotExpress("liger_kernels", "liger_kernels without logits: fused (--use_liger_kernel applies "
-                             "Liger's model kernels and its fused loss together)")
-    if spec.logits.value == "fused":
-        out.append(("use_liger_kernel", "true"))
+    _raise_if(SL.unsayable(spec, profile.version))  # --use_liger_kernel per release (liger.py)
+    out += SL.liger_flags(spec)
     if spec.algorithm.value == "rloo":
         out.append(("advantage_estimator", "rloo"))
     if spec.reward_model.model is not None:
