@@ -119,14 +119,14 @@ def logits_kernels(spec: RunSpec) -> list[Overrides]:
     logits only if already chosen), every option setting both fields.
 
     Liger's fused loss (`logits: fused`) is proposed together with Liger's model kernels
-    (`liger_kernels: true`): ms-swift's `--use_liger_kernel` and TRL 0.25–1.14's `use_liger_kernel`
-    switch both with one flag, and every framework that can write the loss can write the pair
+    (`liger_kernels: true`): ms-swift >= 3.5's `--use_liger_kernel` and TRL 0.25–1.14's
+    `use_liger_kernel` switch both with one flag, and every framework that can write the loss can write the pair
     (TRL 0.17–0.24 `use_liger_loss` + `use_liger_kernel`, verl `use_fused_kernels` + `use_liger`;
-    tests/adapters/test_trl_liger.py), so the plan of the answer is the plan of the file it is
+    tests/adapters/test_trl_liger.py, test_liger_writeback.py), so the plan of the answer is the plan of the file it is
     written as, whatever the framework (the spec does not name it). The kernels keep the maths
     and only lower what a layer keeps, for the families Liger patches (`memory/activation_liger.py`).
     Leaving the fused loss where the input has both, the kernels may stay (verl, TRL >= 1.15) or
-    go with the flag (ms-swift, TRL 0.25–1.14): both are offered, and with `--from` the
+    go with the flag (ms-swift >= 3.5, TRL 0.25–1.14): both are offered, and with `--from` the
     framework's writer keeps the one it can say (`fit.expressible`)."""
     fused_pair = spec.logits == LogitsMode.fused and spec.liger_kernels
     out = [{"logits": spec.logits, "liger_kernels": spec.liger_kernels}]
