@@ -58,6 +58,12 @@ def test_use_liger_loss_in_a_release_without_it_is_named() -> None:
     assert any(line.startswith("use_liger_loss:") for line in ignored)
 
 
+def test_a_use_liger_loss_that_is_not_a_boolean_is_refused_by_its_own_name() -> None:
+    with pytest.raises(InputError) as err:
+        from_files({"launch.sh": LAUNCH.format(v="0.20", script="grpo", flags=" --use_liger_loss maybe")})
+    assert err.value.field == "use_liger_loss"
+
+
 YAML = """# oomless: trl=={v}{transformers}
 model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct
 output_dir: out

@@ -63,7 +63,8 @@ def liger_fields(keys: Any, notes: list[str]) -> dict[str, Any]:
     ``logits`` "fused" where the release's GRPO loss is Liger's; {} when none is on."""
     version, trainer = keys.version, keys.trainer
     kernel = keys.bool("use_liger_kernel", False)
-    loss_key = keys.bool("legacy.use_liger_loss", None)
+    raw = keys.get("legacy.use_liger_loss")  # read_legacy keeps the old key under this name
+    loss_key = None if raw is None else to_bool("use_liger_loss", raw)
     loss = False
     grpo = trainer == TT.GRPO
     if loss_key is not None and grpo and version >= LOSS_WITH_KERNELS_FROM:
