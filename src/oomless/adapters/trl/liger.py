@@ -17,7 +17,8 @@ Per release, from the PyPI wheels' `trl/trainer/grpo_trainer.py`, `grpo_config.p
 - 1.15–1.16: `use_liger_kernel` is the model kernels alone again: GRPOTrainer and RLOOTrainer
   set `liger_kernel_config["fused_linear_cross_entropy"] = False`, refuse True, and the log-probs
   go through the tiled LM head as without it (1.15.0, 1.16.0 "only its layer kernels are applied").
-- RLOOTrainer (0.22–1.16) never has a Liger loss (no `liger` in rloo_trainer.py before 1.15).
+- RLOOTrainer (GRPO's design, 0.22–1.16) never has a Liger loss (no `liger` in the 0.23.1, 0.25.1,
+  0.29.0, 1.0.0 and 1.14.0 rloo_trainer.py; 1.15–1.16 only the block above).
 
 Which model kernels: `_apply_liger_kernel_to_instance` passes on the config keys the model
 type's `apply_liger_kernel_to_<type>` takes; `rms_norm` and `swiglu` default true (liger-kernel
