@@ -42,7 +42,6 @@ from .vision_tokens import (
     num_image_tokens,
     num_internvl_tiles,
     num_patches_per_tile,
-    num_tokens_per_tile,
     smart_resize,
 )
 

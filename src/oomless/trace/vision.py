@@ -2,8 +2,9 @@
 the way transformers joins them.
 
 The tower is transformers' own class built from config.json's ``vision_config`` on the meta
-device in the model dtype (Qwen2.5-VL: `Qwen2_5_VisionTransformerPretrainedModel`, window
-attention except the `fullatt_block_indexes` blocks, 2×2 PatchMerger), put in training mode,
+device in the model dtype (`TOWER_CLASSES`: Qwen2-VL, full attention in every block; Qwen2.5-VL,
+window attention except the `fullatt_block_indexes` blocks; Qwen3-VL, full attention, a learned
+position table and deepstack mergers; each with a 2×2 PatchMerger), put in training mode,
 frozen (tower and merger: ms-swift `freeze_vit`, VLM-R1 `freeze_vision_modules`) unless it
 trains, its blocks checkpointed as HF Trainer/TRL enable it
 (`gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})`), then
@@ -26,15 +27,21 @@ and ``inputs_embeds.masked_scatter(mask, image_embeds)``. It runs as a forward h
 language model's input embedding, so the log-prob forward runs the tower without gradients
 and the training forward with them, and backward flows from the decoder into the tower.
 
-The tower's index tensors (rotary position ids, window order, ``cu_seqlens`` of windows and
-images) depend on ``image_grid_thw``'s values; they are computed by transformers' own
-`vision_utils` functions on real tensors and handed to the tower as the precomputed keyword
+Qwen3-VL's deepstack features (one merger per `deepstack_visual_indexes` block) are added to
+the hidden states after the first decoder layers at the image positions, as
+`Qwen3VLTextModel._deepstack_process` adds them (`ImageJoin.add_deepstack`, forward hooks on
+those layers), so backward reaches their mergers.
+
+The tower's index tensors (rotary position ids, window order, Qwen3-VL's position-table taps,
+``cu_seqlens`` of windows and images) depend on ``image_grid_thw``'s values; they are
+computed by transformers' own `vision_utils` functions on real tensors and handed to the tower as the precomputed keyword
 arguments it accepts (transformers 5.24 `get_vision_*`: "precomputed before tracing").
 ``cu_seqlens`` stay real tensors outside the flash path: transformers' per-chunk loop takes
 ``lengths.tolist()`` of them, which `RealIndexOps` computes for real.
 
 Known limitations: the placeholder-count check of `get_placeholder_mask` (data-dependent) is
-skipped; the index tensors are counted as inputs (OTHER), a few bytes per patch; images, not
+skipped; the index tensors are counted as inputs (OTHER), a few bytes per patch (the plan
+charges Qwen3-VL's position-table taps to the tower, 48 B per patch); images, not
 video; transformers 4.49-4.53's dense vision mask (`vision.dense_attention_mask`) is not traced
 (5.24 attends per chunk).
 """
