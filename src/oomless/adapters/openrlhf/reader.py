@@ -30,6 +30,7 @@ from .. import optim_impl as OI
 from .. import _native as N
 from .. import common as C
 from .keys import FLAGS
+from .liger import read_liger
 
 SUPPORTED_VERSIONS = "OpenRLHF 0.8.0 to 0.10.1 (classic flags; defaults of 0.8.11 / 0.10.1) and 0.10.2 to 0.11.2 (dotted flags; defaults of 0.11.2)"
 LOWEST, HIGHEST, FIRST_DOTTED = "0.8.0", "0.11.2", (0, 10, 2)
@@ -85,6 +86,7 @@ FLAG = {
     "freeze_visual": ("--freeze_visual_encoder", "--actor.freeze_visual_encoder"),
     "ring_attn": ("--ring_attn_size", "--ds.ring_attn_size"),
     "ds_tp": ("--ds_tensor_parallel_size", "--ds.tensor_parallel_size"),
+    "liger": ("--use_liger_kernel", "--ds.use_liger_kernel"),
 }
 NOT_MODELLED = {"ds_tp": "DeepSpeed AutoTP is not modelled"}
 ESTIMATOR_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo", "reinforce_baseline": "rloo"}
@@ -229,6 +231,7 @@ def _to_spec(a: _Args, flags: HardwareFlags, out: N.Collected) -> None:
     out.set("placement", {"groups": groups, "process_per_role": True,
                           "offload_idle_models": bool(a["ds_sleep"])})
     _training(a, out)
+    read_liger(bool(a["liger"]), a.name("liger"), out.spec["model"], roles, out)  # liger.py
     _lengths_and_batch(a, out)
     _rollout(a, roles, out)
     out.set("kl_beta", float(a["init_kl"]))

@@ -18,6 +18,7 @@ SPEC_SOURCES: dict[str, str] = {
     "rollout.num_gpus": "--vllm_num_engines | --vllm.num_engines", "placement": "--colocate_all_models | --train.colocate_all",
     "kl_beta": "--init_kl_coef | --algo.kl.init_coef", "finetune": "--lora_rank | --ds.lora.rank",
     "hardware.num_nodes": "--actor_num_nodes | --actor.num_nodes",
+    "liger_kernels": "--use_liger_kernel | --ds.use_liger_kernel",
 }
 """Spec field (or section) → the native key(s) it is read from, alternatives separated by `|`;
 `oomless import` comments every value with the one the file sets."""

@@ -15,6 +15,7 @@ from typing import Any
 from .. import _native as N
 from .. import common as C
 from .. import optim_impl as OI
+from .liger import liger_flag
 from .reader import DEEPSPEED_ADAM, CLASSIC, DOTTED, FLAG
 
 
@@ -122,7 +123,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
              ref_offload=spec.placement.offload_idle_models, reward_offload=spec.placement.offload_idle_models,
              zero_stage=0 if strategy == "ddp" else int(strategy[-1]), adam_offload=spec.distribution.offload_optimizer,
              grad_ckpt=spec.gradient_checkpointing, attn=spec.attention.value,
-             param_dtype="fp16" if spec.precision.value == "fp16_mixed" else "bf16")
+             param_dtype="fp16" if spec.precision.value == "fp16_mixed" else "bf16", liger=liger_flag(spec))
     c.update(_training_flags(spec, algorithm))
     return c
 
