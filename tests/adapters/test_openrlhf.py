@@ -101,6 +101,7 @@ def test_export_refuses_what_openrlhf_cannot_set(tmp_path: Path) -> None:
     from oomless.adapters import export_native
     from tests.adapters.native_helpers import seed_spec
 
-    with pytest.raises(InputError) as err:  # S4's spec runs vLLM with max_num_batched_tokens 2048 (ORZ)
-        export_native("openrlhf", seed_spec("s4-before.yaml"), tmp_path, force=False)
-    assert err.value.field in ("ray.enabled", "rollout.max_num_batched_tokens")
+    with pytest.raises(InputError) as err:  # S4's spec (ORZ) runs vLLM with max_num_batched_tokens 2048 and
+        export_native("openrlhf", seed_spec("s4-before.yaml"), tmp_path, force=False)  # bf16 completion logits
+    assert err.value.field in ("logits", "ray.enabled", "rollout.max_num_batched_tokens")
+    assert "rollout.max_num_batched_tokens" in str(err.value)

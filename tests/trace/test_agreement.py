@@ -32,6 +32,9 @@ CASES = [
     *[(family, "sdpa", gc, "chunked_head", shape) for family, shape in (("qwen2", (2, 96, 32)), ("qwen2", (1, 101, 30)),
                                                                       ("llama", (2, 96, 32))) for gc in (True, False)],
     ("gemma3_text", "eager", False, "chunked_head", (1, 180, 60)),
+    # OpenRLHF: every position's logits in fp32, kept through backward, flash-attn's cross-entropy
+    *[(family, "sdpa", gc, "fp32_all_positions", shape) for family, shape in (("qwen2", (2, 96, 32)), ("qwen2", (1, 101, 30)),
+                                                                            ("llama", (2, 96, 32))) for gc in (True, False)],
     ("qwen3_moe", "flash_attention_2", True, "full_bf16", (1, 180, 60)),
     # fused q/k/v without GQA (sdpa keeps the fused output, eager copies v), LayerNorm, plain MLP
     *[("gpt_neox", attention, gc, "full_bf16", (2, 96, 32)) for attention in ("flash_attention_2", "eager")

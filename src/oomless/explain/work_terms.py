@@ -165,14 +165,18 @@ def backward_recompute(ctx: Ctx, name: str) -> Formula:
 
 def _logit_inputs(ctx: Ctx) -> tuple[Input, ...]:
     mb, arch = _batch(ctx), ctx.model(ctx.role).arch
-    b, c, v = mb.num_rows, mb.logit_rows, arch.vocab_size
+    b, c, v, s = mb.num_rows, mb.logit_rows, arch.vocab_size, mb.row_len
     sym = (Input("b", b, "rows"), Input("c", c, "logit rows kept per row (completion tokens)"), Input("V", v, "vocabulary"))
+    row = Input("s", s, "tokens per row")
+    es = Formula("b * s * V", (*sym, row), "memory/logits.py all_positions_training_bytes",
+                 code_ref(L.all_positions_training_bytes))
     e = Formula("b * c * V", sym, "memory/logits.py symbols", code_ref(L.training_logits_bytes))
     e1 = Formula("b * (c + 1) * V", sym, "memory/logits.py symbols", code_ref(L.training_logits_bytes))
     r = Formula("min(chunk_rows, b * c) * V", (*sym, Input("chunk_rows", ctx.spec.logits_chunk_rows, "logits_chunk_rows")),
                 "memory/logits.py symbols", code_ref(L.training_logits_bytes))
     return (*sym, Input("h", arch.hidden_size, "hidden size"), Input("E", e.value, "logit elements b·c·V", formula=e),
             Input("E1", e1.value, "logit elements b·(c+1)·V", formula=e1), Input("R", r.value, "elements of one chunk", formula=r),
+            row, Input("ES", es.value, "logit elements of every position b·s·V", formula=es),
             Input("B", L.B, "bf16 bytes"), Input("F", L.F, "fp32 bytes"))
 
 
@@ -182,6 +186,7 @@ LOGPROB = {
     LogitsMode.chunked: "max(B * (E1 + E), B * E + CHUNK_FORWARD_FP32_COPIES * F * R)",
     LogitsMode.chunked_head: "B * b * c * h + work_buffer",
     LogitsMode.fused: "c * V * (B + F)",
+    LogitsMode.fp32_all_positions: "(B + F) * ES",
 }
 TRAINING = {
     LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",
@@ -191,9 +196,11 @@ TRAINING = {
     LogitsMode.chunked_head: "max(B * N * h + work_buffer, B * N * h + work_buffer + (HEAD_FP32_GRADIENT_BYTES + B) * N * h "
                              "+ weight_grads, B * h * b * (2 * s - 1) + tied)",
     LogitsMode.fused: "c * V * FUSED_SEQUENCE_BYTES_PER_LOGIT + grad_weight",
+    LogitsMode.fp32_all_positions: "max(lm_all + (B + F) * ES, lm_all + FP32_ALL_POSITIONS_BACKWARD_BYTES * ES, "
+                                   "lm_all + B * ES + tied + B * h * b * s + F * ES)",
 }
 CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
-             "HEAD_FP32_GRADIENT_BYTES")
+             "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES")
 
 
 def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
@@ -202,6 +209,8 @@ def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
     b, c, s = mb.num_rows, mb.logit_rows, mb.row_len
     lm_input = fn_input("lm_input", 0 if frozen else L.lm_head_input_bytes(arch, b, c, s), L.lm_head_input_bytes,
                         "the LM head's kept input (0 when the head is frozen)")
+    lm_all = Input("lm_all", 0 if frozen else L.B * arch.hidden_size * b * s,
+                   "the LM head's whole bf16 input B·h·b·s, every position (0 when the head is frozen)")
     tied = fn_input("tied", 0 if frozen else A.tied_head_gradient_bytes(arch), A.tied_head_gradient_bytes,
                     "tied LM head's weight gradient waiting for the embedding's (0 untied or frozen)")
     base = _logit_inputs(ctx)
@@ -210,9 +219,9 @@ def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
     head = Formula("lm_input + B * E1 + tied + B * h * b * (c + 1)", (*base, lm_input, tied),
                    "the LM head's backward (memory/logits.py)", code_ref(L.training_logits_bytes))
     return (
-        *base, lm_input, tied, Input("head_backward", head.value, "the LM head's backward moment", formula=head),
+        *base, lm_input, lm_all, tied, Input("head_backward", head.value, "the LM head's backward moment", formula=head),
         fn_input("softcap", L._final_softcap_bytes(arch, b, c), L._final_softcap_bytes, "Gemma 2's soft-cap tensor (0 elsewhere)"),
-        Input("s", s, "tokens per row"), Input("N", b * c, "completion positions b·c gathered for the tiled head"),
+        Input("N", b * c, "completion positions b·c gathered for the tiled head"),
         fn_input("work_buffer", L.head_work_buffer_bytes(b * c), L.head_work_buffer_bytes),
         Input("weight_grads", weight_grads.value, "the head's fp32 and bf16 weight gradients (0 when frozen)", formula=weight_grads),
         fn_input("grad_weight", L.fused_grad_weight_bytes(arch), L.fused_grad_weight_bytes),
@@ -237,7 +246,8 @@ def logits(ctx: Ctx, name: str) -> Formula:
         mb = _batch(ctx)
         buffer = fn_input("work_buffer", L.head_work_buffer_bytes(mb.num_rows * mb.logit_rows), L.head_work_buffer_bytes)
         expression, inputs, fn = LOGPROB[mode], _logit_inputs(ctx) + constants + (buffer,), L.logprob_logits_bytes
-    source = {LogitsMode.fused: doc_source(L.fused_grad_weight_bytes), LogitsMode.chunked_head: doc_source(L.chunked_head_training_bytes)}.get(
+    source = {LogitsMode.fused: doc_source(L.fused_grad_weight_bytes), LogitsMode.chunked_head: doc_source(L.chunked_head_training_bytes),
+              LogitsMode.fp32_all_positions: doc_source(L.all_positions_training_bytes)}.get(
         mode, "TRL trainer/utils.py selective_log_softmax, _get_per_token_logps_and_entropies (logits_to_keep = c + 1); "
         "verl utils/torch_functional.py; traced moments (`oomless trace`, memory/logits.py)")
     return Formula(expression, _used(expression, inputs), source, code_ref(fn), note=f"logits mode {mode.value}")

@@ -152,9 +152,22 @@ def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Fact
         same = [x for x in splits if x["batch.micro_batch_size"] == b.micro_batch_size
                 and x["batch.gradient_accumulation_steps"] == b.gradient_accumulation_steps]
         splits = [{**(same or splits)[0], "batch.max_tokens_per_gpu": budget} for budget in budgets]
-    variants = [{**split, "gradient_checkpointing": gc, **kernels}
-                for split in splits for gc in (True, False) for kernels in logits_kernels(spec)]
+    variants = [{**split, "gradient_checkpointing": gc, **kernels, **logprob}
+                for split in splits for gc in (True, False) for kernels in logits_kernels(spec)
+                for logprob in logprob_splits(spec)]
     return Factor("work", "train", _options(spec, variants))
+
+
+def logprob_splits(spec: RunSpec) -> list[Overrides]:
+    """The log-prob (experience) micro-batch, where the run sets its own (OpenRLHF
+    micro_rollout_batch_size, verl log_prob_micro_batch_size_per_gpu, EasyR1
+    micro_batch_size_per_device_for_experience): the stated size halved down to 1. Same maths:
+    the forwards only score what the rollout made. Unset, it follows the training micro-batch."""
+    current = spec.batch.logprob_micro_batch_size
+    if current is None or current <= 1:
+        return [{}]
+    sizes = sorted({current >> k for k in range(current.bit_length())} | {1}, reverse=True)
+    return [{"batch.logprob_micro_batch_size": n} for n in sizes]
 
 
 def _tensor_parallel_sizes(arch: ModelArch, gpus: int) -> list[int]:

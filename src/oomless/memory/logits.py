@@ -38,6 +38,14 @@ HEAD_TILE_VOCAB = 32768
 """trl 1.16.0 `trl/trainer/utils.py::_CHUNKED_LOGPROB_CHUNK_SIZE`: vocabulary columns per tile.
 The work buffer has this width even when the vocabulary is narrower."""
 HEAD_FP32_GRADIENT_BYTES = F
+FP32_ALL_POSITIONS_BACKWARD_BYTES = F + F + B
+"""OpenRLHF at the loss's backward, per logit: its fp32 logits (kept by the `output` that
+`Actor.forward` returns to the trainer, and saved by flash-attn's cross-entropy), the
+cross-entropy's fp32 gradient (`torch.empty_like(logits)`, inplace_backward False) and the bf16
+gradient the upcast's backward makes of it: 4 + 4 + 2. Source: OpenRLHF 0.7.5-0.11.2
+models/actor.py (``output["logits"].to(torch.float32)``), trainer/ray/ppo_actor.py
+(`training_step_actor` keeps ``output`` through `strategy.backward`), models/utils.py
+`log_probs_from_logits`; flash-attn flash_attn/ops/triton/cross_entropy.py (CrossEntropyLoss)."""
 """`ChunkedLogProbFunction.backward` accumulates the hidden and weight gradients in fp32."""
 
 
@@ -116,6 +124,21 @@ def accumulating_gradient_bytes(arch: ModelArch, frozen_head: bool, saved: int, 
     return later - first
 
 
+def all_positions_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool) -> int:
+    """`fp32_all_positions` (OpenRLHF): E_s = b·s·V logits, every position. The largest of the
+    upcast (bf16 head output + its fp32 copy, 6 E_s), the loss's backward
+    (`FP32_ALL_POSITIONS_BACKWARD_BYTES`) and the LM head's backward beside the still-kept fp32
+    logits; the head keeps its whole bf16 input (no slice). Source: OpenRLHF 0.7.5-0.11.2
+    models/actor.py, trainer/ray/ppo_actor.py, models/utils.py; flash-attn
+    ops/triton/cross_entropy.py; checked by `oomless trace` (tests/trace/test_agreement.py)."""
+    b, s, h = num_sequences, seq_len, arch.hidden_size
+    es = b * s * arch.vocab_size
+    lm_input = 0 if frozen_head else B * h * b * s
+    tied = 0 if frozen_head else tied_head_gradient_bytes(arch)
+    return max(lm_input + (B + F) * es, lm_input + FP32_ALL_POSITIONS_BACKWARD_BYTES * es,
+               lm_input + B * es + tied + B * h * b * s + F * es)
+
+
 def training_logits_bytes(
     arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
     frozen_head: bool = False,
@@ -136,10 +159,13 @@ def training_logits_bytes(
       input gradient, and with tied embeddings its weight gradient (`tied_head_gradient_bytes`).
     - fused: Liger, one sequence at a time (not traced).
     - chunked_head: TRL >= 1.0's tiled LM head (`chunked_head_training_bytes`).
+    - fp32_all_positions: OpenRLHF, every position in fp32 (`all_positions_training_bytes`).
     A frozen LM head (LoRA) keeps no input and makes no weight gradient.
     """
     b, c, v = num_sequences, completion_len, arch.vocab_size
     s = seq_len if seq_len is not None else c + 1
+    if mode == LogitsMode.fp32_all_positions:
+        return all_positions_training_bytes(arch, b, s, frozen_head)
     e, e1 = b * c * v, b * (c + 1) * v
     lm_input = 0 if frozen_head else lm_head_input_bytes(arch, b, c, s)
     kept = lm_input + _final_softcap_bytes(arch, b, c)
@@ -159,12 +185,16 @@ def training_logits_bytes(
     return num_logit_elements(arch, completion_len) * FUSED_SEQUENCE_BYTES_PER_LOGIT + fused_grad_weight_bytes(arch)
 
 
-def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int) -> int:
+def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int,
+                         seq_len: int | None = None) -> int:
     """Peak bytes of logits in a no-grad log-prob forward (reference or old policy): the LM
     head output with its divided copy (bf16; fp32 upcast first for full_fp32), the bf16
-    copy with one chunk's fp32 upcast and log-softmax, or (chunked_head) the gathered hidden
-    states with the work buffer."""
+    copy with one chunk's fp32 upcast and log-softmax, (chunked_head) the gathered hidden
+    states with the work buffer, or (fp32_all_positions) every position's bf16 logits with
+    their fp32 copy (``seq_len`` positions a row)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
+    if mode == LogitsMode.fp32_all_positions:
+        return (B + F) * b * (seq_len if seq_len is not None else c + 1) * v
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:
         return B * (e1 + e)

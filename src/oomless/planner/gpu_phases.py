@@ -220,7 +220,8 @@ class GroupPlanner(RolloutTerms):
             _c("ulysses.all_to_all", Category.TEMP, A.ulysses_all_to_all_bytes(arch, mb.num_rows, mb.row_len, mb.sequence_parallel_size)),
         ]
         if role in (Role.actor, Role.reference):
-            logits = L.logprob_logits_bytes(arch, self.spec.logits, mb.num_rows, mb.logit_rows, self.spec.logits_chunk_rows)
+            logits = L.logprob_logits_bytes(arch, self.spec.logits, mb.num_rows, mb.logit_rows, self.spec.logits_chunk_rows,
+                                            mb.row_len)
             comps.append(_c("logits", Category.TEMP, logits))
         return comps
 

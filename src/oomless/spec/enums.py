@@ -59,6 +59,10 @@ class LogitsMode(str, Enum):
     entropy_from_logits_with_chunking)."""
     fused = "fused"
     """Liger's fused linear GRPO loss (TRL `use_liger_kernel`): logits exist one sequence at a time."""
+    fp32_all_positions = "fp32_all_positions"
+    """Every position's logits (the model is called without logits_to_keep), upcast to fp32 and
+    kept until backward ends, log-probs by flash-attn's Triton cross-entropy (OpenRLHF 0.7-0.11
+    `Actor.forward`, whose output the trainer holds through `backward`)."""
     chunked_head = "chunked_head"
     """TRL >= 1.15 `add_fused_lm_head` (absent in 1.0-1.14 per the wheels): the LM head runs in [4096 positions × 32,768 vocab] tiles
     of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""

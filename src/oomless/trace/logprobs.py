@@ -18,6 +18,12 @@ temperature (``logits / temperature``, a copy), then:
 - ``chunked_head``: TRL ≥ 1.0's `add_fused_lm_head`: the backbone's hidden states go through
   the LM head in tiles (logits never exist whole), traced as its CUDA path allocates
   (`tiled_head`).
+- ``fp32_all_positions``: OpenRLHF 0.7-0.11 `Actor.forward`: the model without
+  ``logits_to_keep`` (every position), ``logits.to(torch.float32)``, labels rolled one position
+  left, flash-attn's Triton cross-entropy over all rows (`FlashCrossEntropy`: saves the fp32
+  logits and the log-sum-exp, allocates an fp32 gradient in backward), then the completion's
+  slice. The trainer keeps the returned output, so the fp32 logits live until backward ends
+  (``keep``).
 - ``fused`` (Liger's fused linear GRPO loss) runs Triton kernels on one sequence at a time and
   is not traced: the planner's formula for it (`memory.logits.FUSED_SEQUENCE_BYTES_PER_LOGIT`)
   stands alone.
@@ -79,6 +85,42 @@ def chunked_log_softmax(logits: torch.Tensor, index: torch.Tensor, chunk_rows: i
     return torch.cat(parts).view(index.shape)
 
 
+class FlashCrossEntropy(torch.autograd.Function):
+    """What flash-attn's `CrossEntropyLoss` (flash_attn/ops/triton/cross_entropy.py) allocates
+    around its Triton kernels: fp32 losses, log-sum-exp and z-losses per row in forward (the
+    logits and lse saved), ``torch.empty_like(logits)`` for the gradient in backward
+    (``inplace_backward`` False, OpenRLHF's call). The values are not computed: the trace
+    runs on fake tensors."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        rows = logits.shape[0]
+        losses = torch.empty(rows, dtype=torch.float32, device=logits.device)
+        lse = torch.empty(rows, dtype=torch.float32, device=logits.device)
+        z_losses = torch.empty(rows, dtype=torch.float32, device=logits.device)
+        ctx.save_for_backward(logits, lse, labels)
+        del z_losses
+        return losses
+
+    @staticmethod
+    def backward(ctx, grad_losses: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+        logits, _lse, _labels = ctx.saved_tensors
+        return torch.empty_like(logits), None
+
+
+def all_positions_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                        completion_len: int, keep: list[torch.Tensor] | None) -> torch.Tensor:
+    """OpenRLHF `Actor.forward` + `log_probs_from_logits` (fp32, flash-attn branch)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+    logits = logits.to(torch.float32)
+    if keep is not None and torch.is_grad_enabled():
+        keep.append(logits)
+    labels = torch.roll(input_ids, shifts=-1, dims=1)
+    rows = FlashCrossEntropy.apply(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    log_probs = (-rows).view(*input_ids.shape)[:, :-1]
+    return log_probs[:, -completion_len:]
+
+
 def check_traceable(mode: LogitsMode) -> None:
     if mode == LogitsMode.fused:
         raise InputError(
@@ -89,9 +131,12 @@ def check_traceable(mode: LogitsMode) -> None:
 
 def per_token_logps(
     model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, completion_len: int,
-    mode: LogitsMode, chunk_rows: int,
+    mode: LogitsMode, chunk_rows: int, keep: list[torch.Tensor] | None = None,
 ) -> torch.Tensor:
+    """The completion's log-probs; ``keep`` receives what the trainer holds through backward."""
     check_traceable(mode)
+    if mode == LogitsMode.fp32_all_positions:
+        return all_positions_logps(model, input_ids, attention_mask, completion_len, keep)
     if mode == LogitsMode.chunked_head:
         from .tiled_head import tiled_head_logps
 

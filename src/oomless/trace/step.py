@@ -162,13 +162,16 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             if join is not None:
                 join.batch = images["train"]
             hook = forward_end(model, mode).register_forward_hook(forward_done)
-            logps = per_token_logps(model, train["input_ids"], train["attention_mask"], setup.completion_len, mode, chunk_rows)
+            kept: list[torch.Tensor] = []  # held by the trainer until backward ends (OpenRLHF's output)
+            logps = per_token_logps(model, train["input_ids"], train["attention_mask"], setup.completion_len, mode, chunk_rows,
+                                    kept)
             hook.remove()
             loss = grpo_loss(logps, train["ref_logps"], train["advantages"], train["completion_mask"], setup.kl_beta)
             del logps
             tracker.set_region("backward")
             loss.backward()
             del loss
+            kept.clear()
             tracker.set_region("optimizer")
             opt.step()
             tracker.set_region("done")

@@ -232,6 +232,7 @@ def _to_spec(a: _Args, flags: HardwareFlags, out: N.Collected) -> None:
                           "offload_idle_models": bool(a["ds_sleep"])})
     _training(a, out)
     read_liger(bool(a["liger"]), a.name("liger"), out.spec["model"], roles, out)  # liger.py
+    out.set("logits", "fp32_all_positions")  # models/actor.py: every position, .to(float32), flash-attn CE
     _lengths_and_batch(a, out)
     _rollout(a, roles, out)
     out.set("kl_beta", float(a["init_kl"]))

@@ -77,7 +77,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
     if OI.planned(getattr(spec.optimizer_implementation, "value", None), dist) != OI.planned(DEEPSPEED_ADAM, dist):
         C.cannot_express("optimizer_implementation", f"{spec.optimizer_implementation!r} cannot be written for OpenRLHF: "
                          "DeepSpeed's FusedAdam steps every ZeRO stage (CPU Adam with --adam_offload); allowed: fused")
-    C.require(spec, "logits", ("full_bf16",), fw)
+    C.require(spec, "logits", ("fp32_all_positions",), fw)  # what Actor.forward does, whatever the flags
     C.require(spec, "distribution.offload_reference_params", (False,), fw)  # idle models: placement.offload_idle_models
     C.require(spec, "batch.gradient_accumulation_steps", (1,), fw)  # one optimizer step per rollout (module docstring)
     C.require(spec, "batch.steps_per_generation", (None, 1), fw)
