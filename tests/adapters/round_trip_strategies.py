@@ -313,7 +313,7 @@ def openrlhf_specs(draw: st.DrawFn) -> RunSpec:
                       "sequence_parallel_size": draw(st.sampled_from([1, 2]))},
         precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])), gradient_checkpointing=draw(st.booleans()),
         attention="flash_attention_2" if packed else draw(st.sampled_from(["flash_attention_2", "sdpa", "eager"])),
-        vision={"freeze_tower": draw(st.booleans())}, ray={"enabled": True})
+        vision={"freeze_tower": draw(st.booleans())}, ray={"enabled": True}, logits="fp32_all_positions")
 
 
 # --- Open-Reasoner-Zero ----------------------------------------------------------------------
@@ -349,4 +349,4 @@ def orz_specs(draw: st.DrawFn) -> RunSpec:
         distribution={"strategy": strategy, "offload_optimizer": strategy != "ddp" and draw(st.booleans())},
         optimizer_implementation="fused" if strategy == "ddp" else None,  # DeepSpeed FusedAdam at ZeRO stage 0 too
         precision=draw(st.sampled_from(["bf16_mixed", "fp16_mixed"])), gradient_checkpointing=draw(st.booleans()),
-        attention=draw(st.sampled_from(["flash_attention_2", "eager"])), ray={"enabled": True})
+        attention=draw(st.sampled_from(["flash_attention_2", "eager"])), ray={"enabled": True}, logits="bf16_all_positions")

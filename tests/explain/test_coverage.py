@@ -58,11 +58,12 @@ RARE = {
     "vision": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 2, "vision.max_pixels": 1_003_520},
     "vision-trained-tower-eager": {"model": "Qwen/Qwen2.5-VL-3B-Instruct", "vision.images_per_prompt": 1,
                                    "vision.freeze_tower": False, "attention": "eager"},
-    **{f"logits-{m}": {"logits": m} for m in ("full_bf16", "full_fp32", "chunked", "fused", "chunked_head", "fp32_all_positions")},
+    **{f"logits-{m}": {"logits": m} for m in ("full_bf16", "full_fp32", "chunked", "fused", "chunked_head", "fp32_all_positions",
+                                                 "bf16_all_positions")},
     **{f"logits-{m}-lora": {"logits": m, "finetune.method": "lora"}
-       for m in ("full_fp32", "chunked", "chunked_head", "fp32_all_positions")},
-    "logits-fp32_all_positions-packed-tied": {"logits": "fp32_all_positions", "batch.padding_free": True,
-                                              "model": "Qwen/Qwen2.5-0.5B-Instruct"},
+       for m in ("full_fp32", "chunked", "chunked_head", "fp32_all_positions", "bf16_all_positions")},
+    **{f"logits-{m}-packed-tied": {"logits": m, "batch.padding_free": True, "model": "Qwen/Qwen2.5-0.5B-Instruct"}
+       for m in ("fp32_all_positions", "bf16_all_positions")},
 }
 
 

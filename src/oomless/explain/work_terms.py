@@ -177,6 +177,7 @@ def _logit_inputs(ctx: Ctx) -> tuple[Input, ...]:
     return (*sym, Input("h", arch.hidden_size, "hidden size"), Input("E", e.value, "logit elements b·c·V", formula=e),
             Input("E1", e1.value, "logit elements b·(c+1)·V", formula=e1), Input("R", r.value, "elements of one chunk", formula=r),
             row, Input("ES", es.value, "logit elements of every position b·s·V", formula=es),
+            Input("EC", b * min(c, s) * v, "completion logit elements b·min(c, s)·V (ORZ's entropy copy)"),
             Input("B", L.B, "bf16 bytes"), Input("F", L.F, "fp32 bytes"))
 
 
@@ -187,6 +188,7 @@ LOGPROB = {
     LogitsMode.chunked_head: "B * b * c * h + work_buffer",
     LogitsMode.fused: "c * V * (B + F)",
     LogitsMode.fp32_all_positions: "(B + F) * ES",
+    LogitsMode.bf16_all_positions: "(B + B) * ES",
 }
 TRAINING = {
     LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",
@@ -198,9 +200,11 @@ TRAINING = {
     LogitsMode.fused: "c * V * FUSED_SEQUENCE_BYTES_PER_LOGIT + grad_weight",
     LogitsMode.fp32_all_positions: "max(lm_all + (B + F) * ES, lm_all + FP32_ALL_POSITIONS_BACKWARD_BYTES * ES, "
                                    "lm_all + B * ES + tied + B * h * b * s + F * ES)",
+    LogitsMode.bf16_all_positions: "max(lm_all + B * (3 * ES + EC), lm_all + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * ES + EC), "
+                                   "lm_all + B * (ES + EC) + B * ES + tied + B * h * b * s)",
 }
 CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
-             "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES")
+             "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES", "BF16_ALL_POSITIONS_BACKWARD_COPIES")
 
 
 def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
@@ -247,7 +251,8 @@ def logits(ctx: Ctx, name: str) -> Formula:
         buffer = fn_input("work_buffer", L.head_work_buffer_bytes(mb.num_rows * mb.logit_rows), L.head_work_buffer_bytes)
         expression, inputs, fn = LOGPROB[mode], _logit_inputs(ctx) + constants + (buffer,), L.logprob_logits_bytes
     source = {LogitsMode.fused: doc_source(L.fused_grad_weight_bytes), LogitsMode.chunked_head: doc_source(L.chunked_head_training_bytes),
-              LogitsMode.fp32_all_positions: doc_source(L.all_positions_training_bytes)}.get(
+              LogitsMode.fp32_all_positions: doc_source(L.all_positions_training_bytes),
+              LogitsMode.bf16_all_positions: doc_source(L.orz_training_bytes)}.get(
         mode, "TRL trainer/utils.py selective_log_softmax, _get_per_token_logps_and_entropies (logits_to_keep = c + 1); "
         "verl utils/torch_functional.py; traced moments (`oomless trace`, memory/logits.py)")
     return Formula(expression, _used(expression, inputs), source, code_ref(fn), note=f"logits mode {mode.value}")

@@ -139,6 +139,30 @@ def all_positions_training_bytes(arch: ModelArch, num_sequences: int, seq_len: i
                lm_input + B * es + tied + B * h * b * s + F * es)
 
 
+BF16_ALL_POSITIONS_BACKWARD_COPIES = 4
+"""ORZ at `LogSoftmaxBackward`, per logit of the row: the logits (the trainer's ``output``), the
+saved log-softmax, the gather's zero-filled gradient and the log-softmax gradient, bf16 each; the
+entropy's completion log-probs (a `torch.cat` of the completion slices, a local until the step
+returns) come on top. Source: Open-Reasoner-Zero orz/ppo/models.py (`log_probs_from_logits`:
+``F.log_softmax`` then ``gather``), orz/ppo/actors.py (`training_step`: ``output`` and the
+no-grad entropy block before ``strategy.backward``)."""
+
+
+def orz_training_bytes(arch: ModelArch, num_sequences: int, completion_len: int, seq_len: int, frozen_head: bool) -> int:
+    """`bf16_all_positions` (ORZ): E_s = b·s·V logits of every position, E_c = b·min(c, s)·V of
+    the completions (a packed row's completions are bounded by the row). The largest of the
+    entropy block (logits, saved log-softmax, the no-grad log-softmax and its completion copy,
+    bf16: 3 E_s + E_c; the slice's backward holds as much), the log-softmax backward (`BF16_ALL_POSITIONS_BACKWARD_COPIES` E_s +
+    the completion copy) and the LM head's backward beside the kept logits. Source: as
+    `BF16_ALL_POSITIONS_BACKWARD_COPIES`; checked by `oomless trace` (tests/trace/test_agreement.py)."""
+    b, s, h, v = num_sequences, seq_len, arch.hidden_size, arch.vocab_size
+    es, ec = b * s * v, b * min(completion_len, s) * v
+    lm_input = 0 if frozen_head else B * h * b * s
+    tied = 0 if frozen_head else tied_head_gradient_bytes(arch)
+    return max(lm_input + B * (3 * es + ec), lm_input + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * es + ec),
+               lm_input + B * (es + ec) + B * es + tied + B * h * b * s)
+
+
 def training_logits_bytes(
     arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
     frozen_head: bool = False,
@@ -160,12 +184,15 @@ def training_logits_bytes(
     - fused: Liger, one sequence at a time (not traced).
     - chunked_head: TRL >= 1.0's tiled LM head (`chunked_head_training_bytes`).
     - fp32_all_positions: OpenRLHF, every position in fp32 (`all_positions_training_bytes`).
+    - bf16_all_positions: ORZ, every position in bf16 with an entropy pass (`orz_training_bytes`).
     A frozen LM head (LoRA) keeps no input and makes no weight gradient.
     """
     b, c, v = num_sequences, completion_len, arch.vocab_size
     s = seq_len if seq_len is not None else c + 1
     if mode == LogitsMode.fp32_all_positions:
         return all_positions_training_bytes(arch, b, s, frozen_head)
+    if mode == LogitsMode.bf16_all_positions:
+        return orz_training_bytes(arch, b, c, s, frozen_head)
     e, e1 = b * c * v, b * (c + 1) * v
     lm_input = 0 if frozen_head else lm_head_input_bytes(arch, b, c, s)
     kept = lm_input + _final_softcap_bytes(arch, b, c)
@@ -190,11 +217,13 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     """Peak bytes of logits in a no-grad log-prob forward (reference or old policy): the LM
     head output with its divided copy (bf16; fp32 upcast first for full_fp32), the bf16
     copy with one chunk's fp32 upcast and log-softmax, (chunked_head) the gathered hidden
-    states with the work buffer, or (fp32_all_positions) every position's bf16 logits with
-    their fp32 copy (``seq_len`` positions a row)."""
+    states with the work buffer, or every position's bf16 logits (``seq_len`` a row) with
+    their fp32 copy (fp32_all_positions, OpenRLHF) or their bf16 log-softmax (bf16_all_positions,
+    ORZ)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
-    if mode == LogitsMode.fp32_all_positions:
-        return (B + F) * b * (seq_len if seq_len is not None else c + 1) * v
+    if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions):  # + fp32 copy / + log-softmax
+        per_logit = B + F if mode == LogitsMode.fp32_all_positions else B + B
+        return per_logit * b * (seq_len if seq_len is not None else c + 1) * v
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:
         return B * (e1 + e)

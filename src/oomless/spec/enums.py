@@ -63,6 +63,10 @@ class LogitsMode(str, Enum):
     """Every position's logits (the model is called without logits_to_keep), upcast to fp32 and
     kept until backward ends, log-probs by flash-attn's Triton cross-entropy (OpenRLHF 0.7-0.11
     `Actor.forward`, whose output the trainer holds through `backward`)."""
+    bf16_all_positions = "bf16_all_positions"
+    """Every position's bf16 logits, one `log_softmax` over all of them kept for backward, and a
+    second, no-grad one for the entropy whose completion part stays alive (Open-Reasoner-Zero
+    `orz/ppo/models.py` Actor.forward, `orz/ppo/actors.py` training_step)."""
     chunked_head = "chunked_head"
     """TRL >= 1.15 `add_fused_lm_head` (absent in 1.0-1.14 per the wheels): the LM head runs in [4096 positions × 32,768 vocab] tiles
     of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""

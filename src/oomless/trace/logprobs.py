@@ -24,6 +24,11 @@ temperature (``logits / temperature``, a copy), then:
   logits and the log-sum-exp, allocates an fp32 gradient in backward), then the completion's
   slice. The trainer keeps the returned output, so the fp32 logits live until backward ends
   (``keep``).
+- ``bf16_all_positions``: Open-Reasoner-Zero (`orz/ppo/models.py` Actor.forward,
+  `orz/ppo/actors.py` training_step): every position's bf16 logits, ``F.log_softmax`` over
+  ``logits[:, :-1]`` and ``gather`` of the next tokens, the completion's slice; in training a
+  no-grad ``log_softmax`` of the same logits whose completion part (``torch.cat`` of the
+  slices) stays a local until the step returns, like the output (``keep``).
 - ``fused`` (Liger's fused linear GRPO loss) runs Triton kernels on one sequence at a time and
   is not traced: the planner's formula for it (`memory.logits.FUSED_SEQUENCE_BYTES_PER_LOGIT`)
   stands alone.
@@ -121,6 +126,24 @@ def all_positions_logps(model: torch.nn.Module, input_ids: torch.Tensor, attenti
     return log_probs[:, -completion_len:]
 
 
+def orz_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+              completion_len: int, keep: list[torch.Tensor] | None) -> torch.Tensor:
+    """ORZ's log-probs (padded rows: the completion is each row's last ``completion_len``), and in
+    training its no-grad entropy pass before backward (the per-chunk entropy work, 512 rows
+    at a time, is left out: it is a few rows of the vocabulary)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+    log_probs = F.log_softmax(logits[:, :-1, :], dim=-1)
+    logps = log_probs.gather(dim=-1, index=input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    del log_probs
+    if keep is not None and torch.is_grad_enabled():
+        keep.append(logits)
+        with torch.no_grad():
+            every = F.log_softmax(logits[:, :-1, :], dim=-1)
+            keep.append(torch.cat([every[:, -completion_len:]], dim=1))
+            del every
+    return logps[:, -completion_len:]
+
+
 def check_traceable(mode: LogitsMode) -> None:
     if mode == LogitsMode.fused:
         raise InputError(
@@ -137,6 +160,8 @@ def per_token_logps(
     check_traceable(mode)
     if mode == LogitsMode.fp32_all_positions:
         return all_positions_logps(model, input_ids, attention_mask, completion_len, keep)
+    if mode == LogitsMode.bf16_all_positions:
+        return orz_logps(model, input_ids, attention_mask, completion_len, keep)
     if mode == LogitsMode.chunked_head:
         from .tiled_head import tiled_head_logps
 

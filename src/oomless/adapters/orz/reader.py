@@ -252,6 +252,7 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected) -> None:
     out.set("precision", "bf16_mixed" if C.as_bool("bf16", v["bf16"]) else "fp16_mixed")
     out.set("attention", "flash_attention_2" if C.as_bool("flash_attn", v["flash_attn"]) else "eager")
     out.set("gradient_checkpointing", C.as_bool("gradient_checkpointing", v["gradient_checkpointing"]))
+    out.set("logits", "bf16_all_positions")  # orz/ppo/models.py log_softmax over every position; actors.py entropy
     out.set("finetune.method", "full")
     out.set("batch", {"micro_batch_size": C.as_int("micro_train_batch_size", v["micro_train_batch_size"], 1),
                       "logprob_micro_batch_size": C.as_int("micro_forward_batch_size", v["micro_forward_batch_size"], 1),

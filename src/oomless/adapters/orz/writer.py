@@ -58,7 +58,7 @@ def _spec_to_fields(spec: Any) -> dict[str, Any]:
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "attention", ("flash_attention_2", "eager"), fw)
     C.require(spec, "finetune.method", ("full",), fw)
-    C.require(spec, "logits", ("full_bf16",), fw)
+    C.require(spec, "logits", ("bf16_all_positions",), fw)  # what ORZ's actor does, whatever the config
     C.require(spec, "batch.gradient_accumulation_steps", (1,), fw)  # the reader plans one optimizer step per rollout
     C.require(spec, "batch.steps_per_generation", (None, 1), fw)
     C.require(spec, "distribution.sequence_parallel_size", (1,), fw)

@@ -1,8 +1,11 @@
-"""OpenRLHF scores every position in fp32 (`Actor.forward`: the model without logits_to_keep,
+"""OpenRLHF and Open-Reasoner-Zero score every position, not the completion's c + 1 as TRL does.
+
+OpenRLHF scores every position in fp32 (`Actor.forward`: the model without logits_to_keep,
 ``.to(torch.float32)``, flash-attn's cross-entropy, the output held through backward): its files
 read as `logits: fp32_all_positions`, which the plan charges over the whole row, and the writer
 writes nothing else. `fit` may halve the run's own log-prob micro-batch
-(``--rollout.micro_batch_size``/``--micro_rollout_batch_size``)."""
+(``--rollout.micro_batch_size``/``--micro_rollout_batch_size``). ORZ's actor takes a bf16
+``log_softmax`` over every position (and a no-grad one for its entropy): `bf16_all_positions`."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 from oomless.fit.overrides import apply
 from oomless.fit.space import logprob_splits
 from oomless.spec.run import LogitsMode
-from tests.adapters.native_helpers import DATA, imported
+from tests.adapters.native_helpers import DATA, NATIVE, imported
 from tests.helpers import BASE_SPEC, merged, plan_of
 
 DOTTED_SH = DATA / "openrlhf_dotted.sh"
@@ -60,3 +63,23 @@ def test_fit_may_halve_a_stated_log_prob_micro_batch() -> None:
     stated = apply(spec, {"batch.logprob_micro_batch_size": 12})
     assert [o["batch.logprob_micro_batch_size"] for o in logprob_splits(stated)] == [12, 6, 3, 1]
     assert logprob_splits(apply(spec, {"batch.logprob_micro_batch_size": None})) == [{}]
+
+
+def test_orz_reads_as_every_position_in_bf16_and_writes_nothing_else(tmp_path: Path) -> None:
+    from oomless.adapters import export_native
+    from oomless.errors import InputError
+
+    spec = imported("orz", NATIVE / "s4-after.py", gpu="A100-80GB")
+    assert spec.logits == LogitsMode.bf16_all_positions
+    with pytest.raises(InputError) as err:
+        export_native("orz", spec.model_copy(update={"logits": LogitsMode.full_bf16}), tmp_path, force=False)
+    assert err.value.field == "logits"
+
+
+def test_orz_plans_eight_bytes_a_logit_and_more_at_the_backward() -> None:
+    base = merged(BASE_SPEC, **{"lengths.max_prompt_tokens": 1536, "lengths.max_completion_tokens": 512,
+                                "batch.micro_batch_size": 2})
+    orz = plan_of(merged(base, logits="bf16_all_positions"))
+    vocab, rows, s, c = orz.arch.vocab_size, 2, 2048, 512
+    assert _logits(orz, "logprob") == 4 * rows * s * vocab
+    assert _logits(orz, "train") >= (8 * s + 2 * c) * rows * vocab
