@@ -38,6 +38,7 @@ HEAD_TILE_VOCAB = 32768
 """trl 1.16.0 `trl/trainer/utils.py::_CHUNKED_LOGPROB_CHUNK_SIZE`: vocabulary columns per tile.
 The work buffer has this width even when the vocabulary is narrower."""
 HEAD_FP32_GRADIENT_BYTES = F
+"""`ChunkedLogProbFunction.backward` accumulates the hidden and weight gradients in fp32."""
 FP32_ALL_POSITIONS_BACKWARD_BYTES = F + F + B
 """OpenRLHF at the loss's backward, per logit: its fp32 logits (kept by the `output` that
 `Actor.forward` returns to the trainer, and saved by flash-attn's cross-entropy), the
@@ -46,7 +47,6 @@ gradient the upcast's backward makes of it: 4 + 4 + 2. Source: OpenRLHF 0.7.5-0.
 models/actor.py (``output["logits"].to(torch.float32)``), trainer/ray/ppo_actor.py
 (`training_step_actor` keeps ``output`` through `strategy.backward`), models/utils.py
 `log_probs_from_logits`; flash-attn flash_attn/ops/triton/cross_entropy.py (CrossEntropyLoss)."""
-"""`ChunkedLogProbFunction.backward` accumulates the hidden and weight gradients in fp32."""
 
 
 def num_logit_elements(arch: ModelArch, num_tokens: int) -> int:
@@ -124,6 +124,16 @@ def accumulating_gradient_bytes(arch: ModelArch, frozen_head: bool, saved: int, 
     return later - first
 
 
+def _whole_row_head(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool) -> tuple[int, int]:
+    """The LM head over every position of its rows (no ``logits_to_keep`` slice): its kept bf16
+    input B·h·b·s, and its backward moment (that input, the bf16 gradient of its output, the
+    tied weight gradient, the input gradient), before what the caller still holds."""
+    b, s, h = num_sequences, seq_len, arch.hidden_size
+    lm_input = 0 if frozen_head else B * h * b * s
+    tied = 0 if frozen_head else tied_head_gradient_bytes(arch)
+    return lm_input, lm_input + B * b * s * arch.vocab_size + tied + B * h * b * s
+
+
 def all_positions_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool) -> int:
     """`fp32_all_positions` (OpenRLHF): E_s = b·s·V logits, every position. The largest of the
     upcast (bf16 head output + its fp32 copy, 6 E_s), the loss's backward
@@ -131,12 +141,9 @@ def all_positions_training_bytes(arch: ModelArch, num_sequences: int, seq_len: i
     logits; the head keeps its whole bf16 input (no slice). Source: OpenRLHF 0.7.5-0.11.2
     models/actor.py, trainer/ray/ppo_actor.py, models/utils.py; flash-attn
     ops/triton/cross_entropy.py; checked by `oomless trace` (tests/trace/test_agreement.py)."""
-    b, s, h = num_sequences, seq_len, arch.hidden_size
-    es = b * s * arch.vocab_size
-    lm_input = 0 if frozen_head else B * h * b * s
-    tied = 0 if frozen_head else tied_head_gradient_bytes(arch)
-    return max(lm_input + (B + F) * es, lm_input + FP32_ALL_POSITIONS_BACKWARD_BYTES * es,
-               lm_input + B * es + tied + B * h * b * s + F * es)
+    es = num_sequences * seq_len * arch.vocab_size
+    lm_input, head_backward = _whole_row_head(arch, num_sequences, seq_len, frozen_head)
+    return max(lm_input + (B + F) * es, lm_input + FP32_ALL_POSITIONS_BACKWARD_BYTES * es, head_backward + F * es)
 
 
 BF16_ALL_POSITIONS_BACKWARD_COPIES = 4
@@ -152,15 +159,15 @@ def orz_training_bytes(arch: ModelArch, num_sequences: int, completion_len: int,
     """`bf16_all_positions` (ORZ): E_s = b·s·V logits of every position, E_c = b·min(c, s)·V of
     the completions (a packed row's completions are bounded by the row). The largest of the
     entropy block (logits, saved log-softmax, the no-grad log-softmax and its completion copy,
-    bf16: 3 E_s + E_c; the slice's backward holds as much), the log-softmax backward (`BF16_ALL_POSITIONS_BACKWARD_COPIES` E_s +
-    the completion copy) and the LM head's backward beside the kept logits. Source: as
+    bf16: 3 E_s + E_c; the slice's backward holds as much), the log-softmax backward
+    (`BF16_ALL_POSITIONS_BACKWARD_COPIES` E_s + the completion copy) and the LM head's backward
+    beside the kept logits and the completion copy. Source: as
     `BF16_ALL_POSITIONS_BACKWARD_COPIES`; checked by `oomless trace` (tests/trace/test_agreement.py)."""
-    b, s, h, v = num_sequences, seq_len, arch.hidden_size, arch.vocab_size
+    b, s, v = num_sequences, seq_len, arch.vocab_size
     es, ec = b * s * v, b * min(completion_len, s) * v
-    lm_input = 0 if frozen_head else B * h * b * s
-    tied = 0 if frozen_head else tied_head_gradient_bytes(arch)
+    lm_input, head_backward = _whole_row_head(arch, b, s, frozen_head)
     return max(lm_input + B * (3 * es + ec), lm_input + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * es + ec),
-               lm_input + B * (es + ec) + B * es + tied + B * h * b * s)
+               head_backward + B * (es + ec))
 
 
 def training_logits_bytes(

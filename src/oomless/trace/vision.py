@@ -34,8 +34,9 @@ those layers), so backward reaches their mergers.
 
 The tower's index tensors (rotary position ids, window order, Qwen3-VL's position-table taps,
 ``cu_seqlens`` of windows and images) depend on ``image_grid_thw``'s values; they are
-computed by transformers' own `vision_utils` functions on real tensors and handed to the tower as the precomputed keyword
-arguments it accepts (transformers 5.24 `get_vision_*`: "precomputed before tracing").
+computed by transformers' own `vision_utils` functions on real tensors and handed to the tower
+as the precomputed keyword arguments it accepts (transformers 5.24 `get_vision_*`:
+"precomputed before tracing").
 ``cu_seqlens`` stay real tensors outside the flash path: transformers' per-chunk loop takes
 ``lengths.tolist()`` of them, which `RealIndexOps` computes for real.
 
@@ -62,6 +63,7 @@ from .attention import VISION_IMPLEMENTATIONS, register
 from .model import _strip_annotations, to_fake
 from .result import TraceSetup, VisionTrace
 from .tracker import ACTIVATION_CATEGORIES, StorageTracker, mark_checkpointed_layers
+
 
 @dataclass(frozen=True)
 class TowerClass:
