@@ -322,8 +322,10 @@ def test_vllm_mode_and_version_notes() -> None:
     assert any("ms-swift 4.6 assumed" in n for n in notes)
     # the colocated engine sized by ms-swift: per device batch 1 (default) × TP 1 × steps 1
     assert spec["rollout"]["cuda_graphs_in_budget"] is True and spec["rollout"]["max_num_seqs"] == 1
-    _, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.6"))
+    _, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.12"))
     assert any("--vllm_mode unset" in n for n in notes)
+    spec, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.6"))
+    assert spec["rollout"]["engine"] == "vllm_colocate" and not any("--vllm_mode" in n for n in notes)
     spec, ignored, _ = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "colocate"}, {"NPROC_PER_NODE": 4}, "3.4"))
     assert "--vllm_mode: not a flag of ms-swift 3.4 (it exists from 3.5 on)" in ignored
     spec, ignored, _ = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "colocate", "sleep_level": 1,
@@ -331,6 +333,19 @@ def test_vllm_mode_and_version_notes() -> None:
     assert spec["rollout"]["sleep_level"] == 1 and "empty_cache_before_rollout" not in spec["rollout"]
     # 3.6 has no --vllm_max_num_seqs: the engine is per device batch 1 × TP 1 × steps 1 (v3.6.4 grpo_trainer.py)
     assert spec["rollout"]["max_num_seqs"] == 1 and spec["rollout"]["cuda_graphs_in_budget"] is False
+
+
+def test_3_5_to_3_11_take_the_mode_from_the_server_host() -> None:
+    """ms-swift 3.5-3.11 override --vllm_mode from --vllm_server_host (rlhf_args.py v3.8.0 L216-225);
+    3.12 keeps the flag as written."""
+    contradicts = {**BASE, "use_vllm": "true", "vllm_mode": "colocate", "vllm_server_host": "10.0.0.2"}
+    spec, _, notes = imported(script(contradicts, {"NPROC_PER_NODE": 4}, "3.8"))
+    assert spec["rollout"]["engine"] == "vllm_separate"
+    assert any("--vllm_mode colocate with a vLLM server host" in n and "as server" in n for n in notes)
+    spec, _, _ = imported(script(contradicts, {"NPROC_PER_NODE": 4}, "3.12"))
+    assert spec["rollout"]["engine"] == "vllm_colocate"
+    spec, _, notes = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "server"}, {"NPROC_PER_NODE": 4}, "3.11"))
+    assert spec["rollout"]["engine"] == "vllm_colocate" and any("runs it as colocate" in n for n in notes)
 
 
 def test_server_mode_without_a_rollout_command_assumes_a_default_server() -> None:

@@ -87,7 +87,8 @@ def test_export_writes_vllm_max_num_seqs_only_where_the_release_has_it(dialect: 
 @pytest.mark.parametrize("version", ["3.6", "4.6"])
 def test_swift_rollout_server_defaults_to_256_sequences(version: str) -> None:
     # RolloutArguments inherit VllmArguments' max_num_seqs 256 (3.x infer_args.py; 4.x args_mixin.py)
-    text = script({**TEXT, "use_vllm": "true", "vllm_mode": "server"}, {"NPROC_PER_NODE": 4}, version,
+    text = script({**TEXT, "use_vllm": "true", "vllm_mode": "server", "vllm_server_host": "127.0.0.1"},
+                  {"NPROC_PER_NODE": 4}, version,
                   pre="CUDA_VISIBLE_DEVICES=4 swift rollout --model Qwen/Qwen2.5-1.5B-Instruct &")
     assert imported_spec(text).rollout.max_num_seqs == 256
 

@@ -44,6 +44,15 @@ class Profile:
         return self.version >= (3, 5)
 
     @property
+    def mode_follows_server_host(self) -> bool:
+        """ms-swift 3.5-3.11 set `vllm_mode` from the server host whatever the flag says: `server`
+        when `--vllm_server_host` (or 3.8+'s `--vllm_server_base_url`) is given, else `colocate`,
+        with a warning (swift/llm/argument/rlhf_args.py v3.5.0 L161-169, v3.8.0 L216-225, v3.11.0
+        L356-364). 3.12 drops the override and requires the flag with --use_vllm (v3.12.0 L359-363,
+        HEAD swift/rlhf_trainers/args_mixin.py)."""
+        return (3, 5) <= self.version < (3, 12)
+
+    @property
     def tuner_flag(self) -> str:
         return "tuner_type" if self.version >= (4,) else "train_type"
 
