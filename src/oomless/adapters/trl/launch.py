@@ -69,6 +69,8 @@ class Launch:
     """What the main command runs: `trl grpo`, `trl rloo`, the training script's path (`ppo.py`),
     `-m module`; "" for a bare YAML (`trainers.trainer_of` names the trainer from it)."""
     single_process: bool = False  # `python script.py`: no launcher, one process whatever the node has
+    notes: list[str] = field(default_factory=list)
+    node_gpus: int | None = None  # open-r1's sbatch job: the nodes' GPUs, its vLLM server on a node of its own (slurm.py)
 
 
 def _cli_values(flags: Mapping[str, list[str]]) -> dict[str, Any]:
@@ -80,6 +82,9 @@ def read_launch(name: str, text: str, read: Callable[[str], str]) -> Launch:
     if name.endswith((".yaml", ".yml")):
         return _from_config(load_yaml_mapping(text, name, allow_empty=False), {}, text, read, {}, None)
     commands = parse_shell(text, name)
+    from . import slurm as SL  # open-r1's `sbatch slurm/train.slurm ...` (slurm.py)
+    if (job := SL.sbatch_command(commands)) is not None:
+        return SL.read_job(name, text, job, read)
     server = next((c for c in commands if c.argv[:2] == ("trl", "vllm-serve")), None)
     main = next((c for c in commands if _is_main(c)), None)
     if main is None:
@@ -383,6 +388,9 @@ def hardware_section(hw: Any, gpus_per_node: int, nodes: int, launch: Launch | N
                      notes: list[str] | None = None) -> dict[str, Any]:
     """The spec's hardware section: the flags, checked against the GPUs and nodes the launch uses
     (a `python script.py` launch uses one GPU of a larger node: noted, not refused)."""
+    if launch is not None and launch.node_gpus is not None:
+        from .slurm import own_node_hardware
+        hw = own_node_hardware(hw, launch, gpus_per_node, nodes, notes if notes is not None else [])
     if launch is not None and launch.single_process and hw.gpus_per_node is not None and hw.gpus_per_node > gpus_per_node:
         if notes is not None:
             notes.append(f"`python` runs one training process: planned on {gpus_per_node} of the node's "

@@ -161,7 +161,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
         raise InputError("--gpu", "required with --from trl: the config does not name the GPU type")
     text = read(path.name) if overlay is not None else read_text(path)
     launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
-    notes: list[str] = []
+    notes: list[str] = list(launch.notes)
     directives = read_directives(launch.directives_text)
     trainer = TT.trainer_of(launch.script, directives.get("trainer"))
     trl_version, vllm, prompt_directive = _versions(directives, notes, trainer, launch.config)

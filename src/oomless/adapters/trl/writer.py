@@ -79,6 +79,9 @@ def file_dialect(text: str, path: str) -> tuple[int, ...]:
     from ...frontends.versions import read_directives
     from . import launch as TL
 
+    if not path.endswith((".yaml", ".yml")):
+        from .slurm import refuse_write_back
+        refuse_write_back(text, path)  # open-r1's `sbatch slurm/train.slurm` job: no write-back (slurm.py)
     directives = read_directives(text)
     script, config = "", {}
     try:
