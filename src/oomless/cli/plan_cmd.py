@@ -5,6 +5,7 @@ Examples:
     oomless plan examples/seeds/s1-after.yaml --json
     oomless plan --from swift examples/seeds/native/s1-before.sh --gpu RTX-3090
     oomless plan examples/seeds/s0-before.yaml --html s0.html --png s0.png
+    oomless plan --from trl grpo.yaml --gpu H100 --data data/train.jsonl   # verdict from the data's prompts
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def plan_command(
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML chart of the plan."),
     png: Path = typer.Option(None, "--png", help="Also write a PNG chart of the plan."),
     explain: bool = typer.Option(False, "--explain", help="Also show where every number comes from (as `oomless explain`)."),
+    data: str = typer.Option(
+        None, "--data", help="The run's dataset (a .jsonl/.json/.parquet/.arrow file, a dataset folder or a cached Hub "
+        "dataset id): its prompt lengths (and image sizes) decide the verdict beside the worst batch the limits allow."),
+    data_split: str = typer.Option("train", "--data-split", help="Split of --data (a dataset folder or Hub id)."),
+    tokenizer: str = typer.Option(
+        None, "--tokenizer", help="Tokenizer for --data (folder or id). Default: the model's, from its folder or the local "
+        "Hugging Face cache; else characters / 4."),
 ) -> None:
     """Plan one run: peak memory per phase on every GPU and on the host; exit 0 fits, 1 does not fit, 2 bad input."""
     from .main import run_guarded
@@ -51,6 +59,12 @@ def plan_command(
         from ..adapters import HardwareFlags
 
         run = load_any(spec, from_framework, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
+        if data is not None:
+            from ..stats.apply import with_data
+
+            run, notes = with_data(run, data, data_split, tokenizer)
+            for note in notes:
+                typer.echo(f"note: {note}", err=True)
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs, explain=True)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)

@@ -147,9 +147,13 @@ def _risk_line(plan: Plan) -> str:
     if r is None or r.per_step is None:
         note = r.note if r is not None else "no distribution given"
         return f"  chance per step not estimated ({note}): assumed to occur, so `fits` is false"
+    x = r.fitting_lengths
+    if r.per_step == 0 and x is not None:
+        return (f"  sequences up to prompt {x.prompt_tokens:,} + completion {x.completion_tokens:,} tokens fit, and the "
+                f"data's longest prompt is {plan.spec.lengths.data_max_prompt_tokens:,} tokens: no step of this data meets "
+                f"a batch that does not fit → {'fits' if plan.fits else 'does not fit'}")
     first = f"{r.expected_first_failing_step:,.0f}" if r.expected_first_failing_step else "never"
     run = f"; over {r.steps:,} steps ≤ {r.per_run:.2%}" if r.per_run is not None else "; no schedule.max_steps: the run is assumed to meet it"
-    x = r.fitting_lengths
     upto = f"sequences up to prompt {x.prompt_tokens:,} + completion {x.completion_tokens:,} tokens fit; " if x else ""
     return (
         f"  {upto}chance per step of a longer one ≤ {r.per_step:.3%} ({r.sequences_per_step:,} sequences a step), "

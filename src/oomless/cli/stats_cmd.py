@@ -58,6 +58,9 @@ def stats_command(
         if stats.image_field:
             typer.echo(f"# images from {stats.image_field!r}: {len(stats.pixels)} read, {stats.unreadable_images} unreadable;"
                        f" areas after the Qwen2-VL resize within [{min_pixels or C.QWEN_VL_MIN_PIXELS}, {max_pixels or C.QWEN_VL_MAX_PIXELS}] px")
+        if "data_max_prompt_tokens" not in fragment["lengths"]:
+            why = "only the first rows were read" if truncated else "tokens are estimated from characters"
+            typer.echo(f"# no data_max_prompt_tokens: {why}, so the longest prompt seen does not bound the run's")
         typer.echo("# completion lengths come from a run (TRL completions/mean_length), not from the data")
         typer.echo(yaml.safe_dump(fragment, sort_keys=False).rstrip())
         return 0

@@ -1,7 +1,8 @@
 """Typical batches and the chance of the worst: what the run's data makes of the limits.
 
 The limits (`lengths.max_*`, `vision.max_pixels`, `vision.images_per_prompt`) bound the worst
-batch; the data's distribution says how often batches come near it. A distribution is given
+batch; the data's distribution says how often batches come near it, and the data's own longest
+prompt (`lengths.data_max_prompt_tokens`, P(X ≤ it) = 1) how far they can go. A distribution is given
 as points of its cumulative distribution function (CDF): percentiles, the median (`typical_*`),
 the share of completions cut at the limit (`completion_clip_fraction`), and the limit itself
 (P(X ≤ max) = 1). Between points nothing is assumed: the CDF is bounded from below by the
@@ -87,8 +88,10 @@ def length_knots(spec: RunSpec, arch: ModelArch) -> dict[str, Knots]:
     image area and images per prompt (vision models with images only)."""
     ln, v = spec.lengths, spec.vision
     clip = ((ln.max_completion_tokens - 1, 1 - ln.completion_clip_fraction),) if ln.completion_clip_fraction is not None else ()
+    # the data's longest prompt (P(prompt <= it) = 1), when below the limit: the run sees none longer
+    data_max = ((ln.data_max_prompt_tokens, 1.0),) if ln.data_max_prompt_tokens and ln.data_max_prompt_tokens < ln.max_prompt_tokens else ()
     out = {
-        "prompt": knots(ln.max_prompt_tokens, ln.typical_prompt_tokens, ln.prompt_percentiles),
+        "prompt": knots(ln.max_prompt_tokens, ln.typical_prompt_tokens, ln.prompt_percentiles, data_max),
         "completion": knots(ln.max_completion_tokens, ln.typical_completion_tokens, ln.completion_percentiles, clip),
     }
     if VT.has_images(spec, arch):
@@ -133,6 +136,8 @@ class BatchRisk:
 
 def _over_run(per_step: float, steps: int | None) -> tuple[float | None, float | None]:
     first = 1 / per_step if per_step > 0 else None
+    if per_step == 0:  # no batch the data holds fails, whatever the run's length
+        return 0.0, None
     if steps is None:
         return None, first
     return 1 - (1 - per_step) ** steps, first

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import INT64, Frozen as _Frozen
-from .percentiles import Percentiles, check_percentiles
+from .lengths import Lengths
 from .rollout import Ray, Rollout
 from .sections import ExtraModel, Placement, RewardModel, Schedule, Vision
 from .train_section import TrainSection
@@ -189,71 +189,6 @@ class Batch(_Frozen):
     @property
     def logprob_token_budget(self) -> int | None:
         return self.logprob_max_tokens_per_gpu or self.max_tokens_per_gpu
-
-
-class Lengths(_Frozen):
-    """Token limits, and optionally what the data typically holds.
-
-    The limits bound the worst batch the run can see; the typical lengths (the median of the
-    dataset's prompts, of the run's completions) give the typical batch. `completion_clip_fraction`
-    (the share of completions cut at the limit, which TRL logs as `completions/clipped_ratio` and
-    verl as `response_length/clip_ratio`) gives the chance per step of a batch at the limit."""
-
-    max_prompt_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] = Field(512, description="Longest prompt in tokens. Default 512 (TRL).")
-    max_completion_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] = Field(256, description="Longest completion. Default 256 (TRL 0.2x).")
-    typical_prompt_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
-        None, description="Median prompt length of the dataset in tokens (`oomless stats`-style p50). Default: max_prompt_tokens."
-    )
-    max_prompt_counts_images: bool = Field(
-        False,
-        description="max_prompt_tokens bounds the encoded prompt, image tokens included: the framework drops or refuses "
-        "longer prompts (verl and EasyR1 `max_prompt_length`: the processor's input_ids, filter_overlong_prompts / "
-        "truncation 'error'), so the largest image is the one that fits the bound beside one text token. "
-        "Default false: image tokens come on top of max_prompt_tokens of text.",
-    )
-    typical_completion_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
-        None, description="Median completion length the policy generates (TRL `completions/mean_length`). Default: max_completion_tokens."
-    )
-    completion_clip_fraction: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None,
-        description="Share of completions that reach max_completion_tokens (TRL `completions/clipped_ratio`, verl "
-        "`response_length/clip_ratio`). Default: unknown, so a batch at the limit is assumed to occur.",
-    )
-    prompt_percentiles: Percentiles | None = Field(
-        None,
-        description="Prompt lengths at percentiles of the dataset, e.g. {90: 700, 99: 1000} (percentile in (0, 100) → "
-        "tokens). With the typical length (p50) they bound the chance per step of a batch above a length. Default none.",
-    )
-    completion_percentiles: Percentiles | None = Field(
-        None,
-        description="Completion lengths at percentiles of the run's completions, e.g. {90: 900, 99: 2000} (verl "
-        "`response_length/*`, TRL `completions/*_length`). Default none.",
-    )
-
-    @model_validator(mode="after")
-    def _typical_within_limits(self) -> "Lengths":
-        for kind in ("prompt", "completion"):
-            typical, limit = getattr(self, f"typical_{kind}_tokens"), getattr(self, f"max_{kind}_tokens")
-            if typical is not None and typical > limit:
-                raise ValueError(f"typical_{kind}_tokens={typical} exceeds max_{kind}_tokens={limit}")
-            check_percentiles(f"{kind}_percentiles", getattr(self, f"{kind}_percentiles"), typical, limit)
-        q = self.completion_clip_fraction
-        if q is not None:
-            below = [k for k, v in (self.completion_percentiles or {}).items() if v < self.max_completion_tokens]
-            if below and max(below) / 100 > 1 - q:
-                raise ValueError(
-                    f"completion_percentiles put {max(below):g} % below max_completion_tokens, but "
-                    f"completion_clip_fraction={q} puts {100 * q:g} % at it"
-                )
-        return self
-
-    @property
-    def typical_prompt(self) -> int:
-        return self.typical_prompt_tokens or self.max_prompt_tokens
-
-    @property
-    def typical_completion(self) -> int:
-        return self.typical_completion_tokens or self.max_completion_tokens
 
 
 class RunSpec(_Frozen):

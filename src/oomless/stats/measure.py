@@ -149,11 +149,19 @@ def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | Non
     return stats
 
 
+def bounds_prompts(stats: DatasetStats) -> bool:
+    """Whether the longest prompt seen bounds the run's: every row was read and counted by a
+    tokenizer (characters / 4 is an estimate, low for code and CJK text)."""
+    return not stats.truncated and not stats.tokens_from.startswith("characters")
+
+
 def spec_fragment(stats: DatasetStats) -> dict[str, Any]:
     """The spec keys these statistics fill, ready to paste under the spec's sections."""
     prompts = percentiles(stats.prompt_tokens)
     out: dict[str, Any] = {"lengths": {"typical_prompt_tokens": prompts[50],
                                        "prompt_percentiles": {k: v for k, v in prompts.items() if k != 50}}}
+    if bounds_prompts(stats):
+        out["lengths"]["data_max_prompt_tokens"] = max(stats.prompt_tokens)
     if stats.image_field is not None:
         vision: dict[str, Any] = {"typical_images_per_prompt": percentile(stats.images_per_prompt, 50)}
         if stats.pixels:

@@ -1,0 +1,99 @@
+"""`oomless plan --data DATA`: the run's own dataset measured and written into its spec.
+
+A framework config bounds prompts by its limits (or, with none, by the model's context), so the
+plan's worst batch is the longest prompt the limits allow. The data decides what the run sees:
+`measure` counts each row's prompt with the model's tokenizer (from the model's own folder or
+the local Hugging Face cache; characters / 4 without one), and the spec gets the median, the
+percentiles and, when every row was read with a tokenizer, the data's longest prompt
+(`lengths.data_max_prompt_tokens`), all capped at the framework's limit (a longer prompt is
+truncated or dropped by the framework, never trained at its full length). The plan then reports
+the worst batch the limits allow beside the verdict from the batches the data holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from ..catalog import hub
+from ..memory import constants as C
+from ..spec.load import ResolvedRun
+from ..spec.run import RunSpec
+from .measure import DatasetStats, bounds_prompts, measure, spec_fragment
+from .read import read_rows
+
+DEFAULT_LIMIT = 100_000
+"""Rows read at most (the first ones), as `oomless stats`."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def model_tokenizer(spec: RunSpec) -> str | None:
+    """A local folder holding the tokenizer of ``spec.model``: the model folder itself, or its
+    snapshot in the Hugging Face cache; None when neither has one (or transformers is missing)."""
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    local = Path(spec.model).expanduser()
+    if local.is_dir():
+        return str(local) if any((local / f).is_file() for f in TOKENIZER_FILES) else None
+    if not hub.looks_like_repo_id(spec.model):
+        return None
+    for name in TOKENIZER_FILES:
+        found = hub.cached_file(spec.model, name, spec.model_revision)
+        if found is not None:
+            return str(found.parent)
+    return None
+
+
+def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str | None = None,
+              limit: int = DEFAULT_LIMIT) -> tuple[ResolvedRun, list[str]]:
+    """The run with ``data``'s prompt lengths (and image sizes, for a model that takes images) in
+    its spec, and one note per thing the reader should know about them."""
+    spec = run.spec
+    rows, truncated = read_rows(data, limit, split)
+    tokenizer = tokenizer or model_tokenizer(spec)
+    base = Path(data).parent if Path(data).is_file() else Path(data)
+    stats = measure(rows, truncated, tokenizer=tokenizer,
+                    min_pixels=spec.vision.min_pixels or C.QWEN_VL_MIN_PIXELS,
+                    max_pixels=spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS, base=base)
+    fragment = spec_fragment(stats)
+    notes = [_summary(stats, data)]
+    lengths = _capped(fragment["lengths"], spec.lengths.max_prompt_tokens, notes)
+    update: dict[str, Any] = {"lengths": {**spec.lengths.model_dump(exclude_unset=True), **lengths}}
+    if "vision" in fragment and spec.vision.images_per_prompt > 0:
+        vision = dict(fragment["vision"])
+        if vision["typical_images_per_prompt"] > spec.vision.images_per_prompt:
+            notes.append(f"the data's median prompt has {vision['typical_images_per_prompt']} images, above the "
+                         f"{spec.vision.images_per_prompt} planned: typical images per prompt kept at the plan's")
+            vision["typical_images_per_prompt"] = spec.vision.images_per_prompt
+        if vision["typical_images_per_prompt"] == 0:
+            vision.pop("typical_images_per_prompt")
+            notes.append("the data's median prompt has no image: the typical batch is planned with the plan's images")
+        update["vision"] = {**spec.vision.model_dump(exclude_unset=True), **vision}
+    new = RunSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
+    return dataclasses.replace(run, spec=new), notes
+
+
+def _summary(stats: DatasetStats, data: str) -> str:
+    more = f"the first {stats.num_rows} rows (--data-limit)" if stats.truncated else f"{stats.num_rows} rows"
+    text = (f"--data {data}: {more}, prompts from {stats.prompt_field!r} counted by {stats.tokens_from}; "
+            f"longest {max(stats.prompt_tokens)} tokens")
+    if not bounds_prompts(stats):
+        why = "not every row was read" if stats.truncated else "the count is an estimate"
+        text += f" (not used as a bound: {why}; a model tokenizer in the local cache makes it one)"
+    return text
+
+
+def _capped(lengths: dict[str, Any], limit: int, notes: list[str]) -> dict[str, Any]:
+    """The data's lengths within the framework's prompt limit."""
+    out = dict(lengths)
+    longest = out.pop("data_max_prompt_tokens", None)
+    if longest is not None and longest < limit:
+        out["data_max_prompt_tokens"] = longest
+    elif longest is not None:
+        notes.append(f"the data holds prompts up to {longest} tokens, beyond the limit of {limit}: the framework "
+                     "truncates or drops them, so the limit stays the worst prompt")
+    out["typical_prompt_tokens"] = min(out["typical_prompt_tokens"], limit)
+    out["prompt_percentiles"] = {k: min(v, limit) for k, v in out["prompt_percentiles"].items()}
+    return out
