@@ -143,7 +143,7 @@ def read_job(name: str, text: str, cmd: ShellCommand, read: Callable[[str], str]
                   job.path(f"src/open_r1/{job.task}.py"), "--config", config_name, *optional]
     commands = ((shlex.join(server) + " &\n") if server else "") + shlex.join(accelerate) + "\n"
     launch = TL.read_launch(name + " (as slurm/train.slurm runs it)", commands, read)
-    directives = _pinned(read, job, text)
+    directives = _pinned(read, job, text, notes)
     return dataclasses.replace(launch, directives_text=directives + text + "\n" + config_text,
                                ignored=[*job.ignored, *launch.ignored], notes=notes,
                                node_gpus=job.gpus_per_node if server else None)
@@ -301,7 +301,7 @@ def _derived_tp(config: dict[str, Any], default_tp: int, notes: list[str]) -> in
     return tp
 
 
-def _pinned(read: Callable[[str], str], job: Job, text: str) -> str:
+def _pinned(read: Callable[[str], str], job: Job, text: str, notes: list[str]) -> str:
     """`# oomless: trl==X vllm==Y` from the repository's setup.py pins, when the launch file states
     no TRL release (its own directive, later in the text, wins either way)."""
     if "trl" in read_directives(text):
@@ -310,7 +310,9 @@ def _pinned(read: Callable[[str], str], job: Job, text: str) -> str:
     found = {k: m.group(1) for k, p in PINS.items() if setup and (m := p.search(setup))}
     if "trl" not in found:
         return ""
-    return "# oomless: " + " ".join(f"{k}=={v}" for k, v in found.items()) + "  (setup.py pins)\n"
+    pins = " ".join(f"{k}=={v}" for k, v in found.items())
+    notes.append(f"{pins}: {job.path('setup.py')}'s pins (the `openr1` venv the script activates is installed from them)")
+    return f"# oomless: {pins}\n"
 
 
 def own_node_hardware(hw: Any, launch: Any, gpus: int, nodes: int, notes: list[str]) -> Any:
