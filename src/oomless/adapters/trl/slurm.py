@@ -359,4 +359,5 @@ def refuse_write_back(text: str, path: str) -> None:
     if found is not None:
         raise InputError(SCRIPT, f"{path} is an `sbatch slurm/train.slurm` job: its settings live in the recipe YAML it "
                          "names and in the sbatch arguments, and writing changes back into them is not supported; "
-                         "apply the changes fit lists to the recipe by hand")
+                         "make fit's changes by hand: batch, lengths, checkpointing and vLLM keys in the recipe, "
+                         "ZeRO/FSDP in --accelerator, the server's GPUs in --dp/--tp, nodes in sbatch --nodes")
