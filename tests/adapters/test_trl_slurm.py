@@ -228,3 +228,13 @@ def test_write_back_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     assert "sbatch slurm/train.slurm` job" in result.output and "not supported" in result.output
     assert not out.exists()
     assert before == {p: p.read_text(encoding="utf-8") for p in tmp_path.rglob("*") if p.is_file()}
+
+
+def test_other_gpus_per_node_is_refused_naming_what_is_allowed(tmp_path: Path) -> None:
+    path = repo(tmp_path, head(nodes=2, dp=2, tp=2).replace("sbatch", "sbatch --gres=gpu:4 --job-name x"))
+    with pytest.raises(InputError) as err:
+        read(path, gpus_per_node=4)
+    assert err.value.field == "--gpus-per-node" and "allowed: 8, or 12" in err.value.message
+    _, ignored, _ = read(path, gpus_per_node=8)
+    assert any(line.startswith("sbatch --gres: not read") for line in ignored)
+    assert "sbatch --job-name: no effect on memory" in ignored

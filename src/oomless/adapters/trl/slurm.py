@@ -229,9 +229,11 @@ def _sbatch_nodes(options: Sequence[str], script_text: str | None) -> tuple[int,
             found = match.group(1)
         elif word in ("--nodes", "-N") and i + 1 < len(options):
             found, i = options[i + 1], i + 1
-        else:
-            ignored.append(f"sbatch {word.split('=', 1)[0]}: no effect on memory (the script starts GPUS_PER_NODE "
-                           "processes per node whatever sbatch allocates)")
+        elif word.startswith("-"):
+            name = word.split("=", 1)[0]
+            gpus = name in ("--gres", "--gpus", "--gpus-per-node", "-G")
+            ignored.append(f"sbatch {name}: " + ("not read: the script starts GPUS_PER_NODE processes per node "
+                                                 "whatever sbatch allocates" if gpus else "no effect on memory"))
         i += 1
     if found is None and script_text is not None:
         for line in script_text.splitlines()[1:]:
@@ -332,6 +334,10 @@ def own_node_hardware(hw: Any, launch: Any, gpus: int, nodes: int, notes: list[s
             raise InputError("--gpus-per-node", f"{hw.gpus_per_node}, but {why} and runs {gpus} GPUs per node; {hint}")
         notes.append(f"{why}: its vLLM is planned as the config says and that node is not planned; {hint}")
         return hw
+    if hw.gpus_per_node not in (None, launch.node_gpus, gpus):
+        raise InputError("--gpus-per-node", f"{hw.gpus_per_node}, but slurm/train.slurm runs {launch.node_gpus} GPUs per "
+                         f"node (GPUS_PER_NODE); allowed: {launch.node_gpus}, or {gpus} (a training node's "
+                         f"{launch.processes_per_node} and the server's {served} planned as one node)")
     notes.append(f"slurm/train.slurm runs the vLLM server on a node of its own ({served} of its {launch.node_gpus} GPUs): "
                  f"planned beside each training node's {launch.processes_per_node} GPUs as one {gpus}-GPU node; "
                  "per-GPU memory is the same, host RAM per node then counts both")
