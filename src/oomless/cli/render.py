@@ -121,8 +121,8 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
     longest = plan.longest_fitting_prompt_tokens
     if longest is not None:
         _print_text(out, f"It fits while every prompt stays within {longest:,} text tokens (the limit planned is "
-                    f"{plan.spec.lengths.max_prompt_tokens:,}): set the framework's prompt limit, or measure your data "
-                    "with `oomless stats`.")
+                    f"{plan.spec.lengths.max_prompt_tokens:,}): set the framework's prompt limit, or plan with the run's "
+                    "data (`--data DATA`: its longest prompt bounds the batches).")
 
 
 def _kv_part(kv_cache_bytes: int, tokens: int) -> str:
