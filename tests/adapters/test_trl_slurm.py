@@ -238,3 +238,17 @@ def test_other_gpus_per_node_is_refused_naming_what_is_allowed(tmp_path: Path) -
     _, ignored, _ = read(path, gpus_per_node=8)
     assert any(line.startswith("sbatch --gres: not read") for line in ignored)
     assert "sbatch --job-name: no effect on memory" in ignored
+
+
+def test_vllm_device_is_dropped_under_a_stated_trl_that_lacks_it(tmp_path: Path) -> None:
+    """open-r1's codeforces recipe keeps `vllm_device: auto`; TRL 0.18's TrlParser drops keys it does
+    not know (trl 0.18.0 scripts/utils.py: `parse_args_and_config` without remaining strings), so the
+    job uses the script's server (vllm_mode's 0.18 default); unstated, the key is read as TRL <= 0.15's."""
+    recipe = RECIPE.replace("vllm_mode: server\n", "vllm_device: auto\n")
+    path = repo(tmp_path, "# oomless: trl==0.18\n" + head(), recipe=recipe)
+    spec, _, _ = read(path, gpus_per_node=8)
+    assert (spec["rollout"]["engine"], spec["rollout"]["num_gpus"]) == ("vllm_separate", 8)
+    path.write_text(head() + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read(path, gpus_per_node=8)
+    assert err.value.field == "--gpus-per-node" and "# oomless: trl==X.Y" in err.value.message

@@ -272,7 +272,7 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
     graphs = vllm >= GRAPHS_IN_BUDGET
     placement = TV.vllm_placement(keys.version)
     if placement == "device" or (keys.get("vllm_device") is not None and "vllm_mode" not in keys.values
-                                 and placement == "mode"):
+                                 and placement == "mode" and not keys.version_stated):  # a stated 0.18+ drops it
         return _legacy_device(keys, launch, arch, graphs, hardware, notes)
     if placement == "server":
         for name in ("vllm_device", "vllm_gpu_memory_utilization", "vllm_dtype", "vllm_max_model_len"):
