@@ -32,11 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import gcd
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
 from ..common import ShellCommand, load_yaml_mapping, parse_flags, to_int
 from ...frontends.versions import read_directives
+
+if TYPE_CHECKING:
+    from .launch import Launch
 
 SCRIPT = "slurm/train.slurm"
 DEFAULT_GPUS_PER_NODE = 8
@@ -65,7 +68,6 @@ class Job:
 
     root: str
     """The folder sbatch runs in (the repository root), relative to the launch file ("" = same)."""
-    script_text: str | None
     model: str
     task: str
     suffix: str
@@ -107,7 +109,7 @@ def _try(read: Callable[[str], str], name: str) -> str | None:
         return None
 
 
-def read_job(name: str, text: str, cmd: ShellCommand, read: Callable[[str], str]) -> Any:
+def read_job(name: str, text: str, cmd: ShellCommand, read: Callable[[str], str]) -> Launch:
     """The `Launch` of an open-r1 sbatch job: the `trl vllm-serve` and `accelerate launch`
     commands the script runs, read by `launch.read_launch`, plus the job's notes."""
     from . import launch as TL
@@ -132,7 +134,7 @@ def read_job(name: str, text: str, cmd: ShellCommand, read: Callable[[str], str]
         nodes -= 1
         tp = job.tp if job.tp is not None else _derived_tp(config, job.gpus_per_node, notes)
         if tp * (job.dp or 1) > job.gpus_per_node:
-            raise InputError("--dp", f"--tp {tp} × --dp {job.dp} = {tp * (job.dp or 1)} vLLM GPUs exceed the server node's "
+            raise InputError("--dp", f"--tp {tp} × --dp {job.dp or 1} = {tp * (job.dp or 1)} vLLM GPUs exceed the server node's "
                              f"{job.gpus_per_node} (GPUS_PER_NODE); allowed: tp × dp <= {job.gpus_per_node}")
         server = ["trl", "vllm-serve", "--model", str(config.get("model_name_or_path")), "--tensor_parallel_size", str(tp)]
         server += ["--data_parallel_size", str(job.dp)] if job.dp is not None else []
@@ -165,7 +167,7 @@ def parse_job(cmd: ShellCommand, read: Callable[[str], str], notes: list[str]) -
         gpus = to_int("GPUS_PER_NODE", found.group(1), minimum=1) if found else gpus
     args = list(cmd.argv[at + 1:])
     flags = _flag_layout(script_text, args)
-    common = {"root": root, "script_text": script_text, "nodes": nodes, "gpus_per_node": gpus}
+    common = {"root": root, "nodes": nodes, "gpus_per_node": gpus}
     if flags:
         return Job(**common, **_flags(args), ignored=tuple(ignored))
     values = (args + [""] * 5)[:5]
