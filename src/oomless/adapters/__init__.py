@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import InputError
 from .. import safe_paths as SP
+from ..spec.dataset import DataRef
 
 FRAMEWORKS = ("swift", "trl", "verl", "easyr1", "openrlhf", "orz", "vlmr1")
 ALIASES = {"ms-swift": "swift", "ms_swift": "swift", "open-reasoner-zero": "orz", "open_reasoner_zero": "orz",
@@ -55,6 +56,8 @@ class ImportResult:
     """For a run that generates with HF: the rollout fields of the vLLM engine the framework
     would build were vLLM turned on (its release's vLLM, weight sync, engine size). They have no
     effect on the run's plan; `fit --from` starts from them when it moves generation to vLLM."""
+    data: DataRef | None = None
+    """The training data the config names, when it names one (`plan --data auto`)."""
 
 
 def canonical(framework: str) -> str:

@@ -8,6 +8,7 @@ mistake is an `InputError` naming the key or flag, its value and what is allowed
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import yaml
 from ..errors import InputError
 from .. import safe_paths as SP
 from ..safe_yaml import load_yaml_scalar
+from ..spec.dataset import DataRef
 from . import HardwareFlags
 
 
@@ -120,3 +122,17 @@ def dump_yaml(data: dict[str, Any]) -> str:
 
 def header(lines: list[str]) -> str:
     return "".join(f"# {line}\n" for line in lines)
+
+
+def data_ref(key: str, value: Any, *, split: str = "train", prompt_field: Any = None, image_field: Any = None,
+             chat: bool = False, added_text: str = "") -> DataRef | None:
+    """The training data a config names under ``key`` (a path or Hub id, or a list of them), or
+    None when it names none readable here (unset, a variable this environment does not set,
+    Hydra's `???`)."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    # `$HOME/data/...` (verl's scripts): the variables of this environment, where the run starts too
+    sources = tuple(os.path.expandvars(str(v).strip()) for v in values if v is not None and str(v).strip())
+    if not sources or any("$" in s or s == "???" for s in sources):
+        return None
+    return DataRef(key, sources, split, str(prompt_field) if prompt_field else None,
+                   str(image_field) if image_field else None, chat, added_text)

@@ -25,6 +25,10 @@ class FlagReader:
     def has(self, name: str) -> bool:
         return name in self._flags
 
+    def peek(self, name: str) -> list[str] | None:
+        """A flag's values without counting it as read (data the plan does not use itself)."""
+        return self._flags.get(name)
+
     def raw(self, name: str) -> list[str] | None:
         if name not in self._flags:
             return None

@@ -72,7 +72,7 @@ def load_native(path: Path, framework: str, hardware: HardwareFlags) -> tuple[Re
     spec, idle = with_idle_engine(result.spec, result.idle_engine)
     run = resolve(parse_spec(spec), path.resolve().parent)
     own = tuple(w for w in run.warnings if w.split(" is ignored", 1)[0] not in idle)
-    return dataclasses.replace(run, warnings=warning_lines(framework, result.ignored) + own), spec
+    return dataclasses.replace(run, warnings=warning_lines(framework, result.ignored) + own, data=result.data), spec
 
 
 def with_idle_engine(spec: dict[str, Any], engine: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:

@@ -43,7 +43,8 @@ def plan_command(
     explain: bool = typer.Option(False, "--explain", help="Also show where every number comes from (as `oomless explain`)."),
     data: str = typer.Option(
         None, "--data", help="The run's dataset (a .jsonl/.json/.parquet/.arrow file, a dataset folder or a cached Hub "
-        "dataset id): its prompt lengths (and image sizes) decide the verdict beside the worst batch the limits allow."),
+        "dataset id; `auto`: the one the --from config names): its prompt lengths (and image sizes) decide the verdict "
+        "beside the worst batch the limits allow."),
     data_split: str = typer.Option("train", "--data-split", help="Split of --data (a dataset folder or Hub id)."),
     tokenizer: str = typer.Option(
         None, "--tokenizer", help="Tokenizer for --data (folder or id). Default: the model's, from its folder or the local "
@@ -62,7 +63,7 @@ def plan_command(
         if data is not None:
             from ..stats.apply import with_data
 
-            run, notes = with_data(run, data, data_split, tokenizer)
+            run, notes = with_data(run, data, data_split, tokenizer, config_folder=spec.resolve().parent)
             for note in notes:
                 typer.echo(f"note: {note}", err=True)
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs, explain=True)

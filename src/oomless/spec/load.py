@@ -18,6 +18,7 @@ from ..catalog.resolve import load_model
 from .. import safe_paths as SP
 from ..errors import InputError
 from ..safe_yaml import load_yaml
+from .dataset import DataRef
 from .ignored import ignored_fields
 from .run import FinetuneMethod, Role, RolloutEngine, RunSpec
 
@@ -30,6 +31,8 @@ class ResolvedRun:
     warnings: tuple[str, ...] = ()
     archs: dict[Role, ModelArch] = field(default_factory=dict)
     """Architectures of the critic and reward model when the spec names them."""
+    data: DataRef | None = None
+    """The training data the framework config names (specs name none): `plan --data auto`."""
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:

@@ -17,13 +17,17 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from .. import safe_paths as SP
 from ..catalog import hub
+from ..errors import InputError
 from ..memory import constants as C
 from ..spec.load import ResolvedRun
 from ..spec.run import RunSpec
 from .measure import DatasetStats, bounds_prompts, measure, spec_fragment
-from .read import read_rows
+from .read import JSON_SUFFIXES, TABLE_SUFFIXES, read_rows
 
+AUTO = "auto"
+"""`--data auto`: the data the framework config names."""
 DEFAULT_LIMIT = 100_000
 """Rows read at most (the first ones), as `oomless stats`."""
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -47,18 +51,29 @@ def model_tokenizer(spec: RunSpec) -> str | None:
 
 
 def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str | None = None,
-              limit: int = DEFAULT_LIMIT) -> tuple[ResolvedRun, list[str]]:
+              limit: int = DEFAULT_LIMIT, config_folder: Path = Path(".")) -> tuple[ResolvedRun, list[str]]:
     """The run with ``data``'s prompt lengths (and image sizes, for a model that takes images) in
-    its spec, and one note per thing the reader should know about them."""
+    its spec, and one note per thing the reader should know about them. ``data`` "auto" is the
+    data the framework config names (`ResolvedRun.data`), its paths from ``config_folder``."""
     spec = run.spec
-    rows, truncated = read_rows(data, limit, split)
+    sources, split, fields, shown = _sources(run, data, split, config_folder)
+    rows: list[dict[str, Any]] = []
+    truncated = False
+    for source in sources:
+        got, cut = read_rows(source, limit - len(rows), split)
+        rows, truncated = rows + got, truncated or cut
+        if len(rows) >= limit:
+            truncated = truncated or source != sources[-1]
+            break
     tokenizer = tokenizer or model_tokenizer(spec)
-    base = Path(data).parent if Path(data).is_file() else Path(data)
-    stats = measure(rows, truncated, tokenizer=tokenizer,
+    base = Path(sources[0]).parent if Path(sources[0]).is_file() else Path(sources[0])
+    image_field = fields[1] if fields[1] in rows[0] else None  # a framework's default image column, absent in text data
+    stats = measure(rows, truncated, tokenizer=tokenizer, prompt_field=fields[0], image_field=image_field,
                     min_pixels=spec.vision.min_pixels or C.QWEN_VL_MIN_PIXELS,
-                    max_pixels=spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS, base=base)
+                    max_pixels=spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS, base=base,
+                    chat=run.data.chat if run.data else False, added_text=run.data.added_text if run.data else "")
     fragment = spec_fragment(stats)
-    notes = [_summary(stats, data)]
+    notes = [_summary(stats, shown)]
     lengths = _capped(fragment["lengths"], spec.lengths.max_prompt_tokens, notes)
     update: dict[str, Any] = {"lengths": {**spec.lengths.model_dump(exclude_unset=True), **lengths}}
     if "vision" in fragment and spec.vision.images_per_prompt > 0:
@@ -75,8 +90,35 @@ def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str 
     return dataclasses.replace(run, spec=new), notes
 
 
+def _sources(run: ResolvedRun, data: str, split: str,
+             folder: Path) -> tuple[list[str], str, tuple[str | None, str | None], str]:
+    """(sources to read, split, (prompt column, image column), how to name them) of ``data``."""
+    if data != AUTO:
+        return [data], split, (None, None), data
+    ref = run.data
+    if ref is None:
+        raise InputError("--data", "auto: the config names no training data (or is a spec); give a file, a dataset "
+                         "folder or a cached Hub dataset id")
+    sources = []
+    for source in ref.sources:
+        path = Path(source).expanduser()  # relative: from where the framework runs (here), else the config's folder
+        local = path if path.is_absolute() or SP.exists(path) else folder / path
+        if SP.exists(local):
+            sources.append(str(local))
+        elif hub.looks_like_repo_id(source) and not _file_like(source):
+            sources.append(source)  # a Hub dataset id: read from the local cache
+        else:
+            raise InputError("--data", f"auto: {ref.key} names {source!r}, which is not here (relative paths are read "
+                             f"from the current folder and {folder}); give --data PATH")
+    return sources, ref.split, (ref.prompt_field, ref.image_field), f"{ref.key}={','.join(ref.sources)}"
+
+
+def _file_like(source: str) -> bool:
+    return source.startswith((".", "/", "~")) or Path(source).suffix in (*JSON_SUFFIXES, *TABLE_SUFFIXES, ".csv")
+
+
 def _summary(stats: DatasetStats, data: str) -> str:
-    more = f"the first {stats.num_rows} rows (--data-limit)" if stats.truncated else f"{stats.num_rows} rows"
+    more = f"the first {stats.num_rows} rows" if stats.truncated else f"{stats.num_rows} rows"
     text = (f"--data {data}: {more}, prompts from {stats.prompt_field!r} counted by {stats.tokens_from}; "
             f"longest {max(stats.prompt_tokens)} tokens")
     if not bounds_prompts(stats):

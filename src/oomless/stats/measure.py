@@ -73,8 +73,9 @@ def _text_of(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def token_counter(tokenizer: str | None) -> tuple[Callable[[Any], int], str]:
-    """A counter of prompt tokens and a description of how it counts."""
+def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[[Any], int], str]:
+    """A counter of prompt tokens and a description of how it counts; ``chat``: a plain-text
+    prompt goes through the chat template as one user message, as the framework sends it."""
     if tokenizer is None:
         return (lambda value: math.ceil(len(_text_of(value)) / CHARS_PER_TOKEN)), f"characters / {CHARS_PER_TOKEN} (estimate)"
     try:
@@ -88,6 +89,8 @@ def token_counter(tokenizer: str | None) -> tuple[Callable[[Any], int], str]:
         raise InputError("--tokenizer", f"cannot load {tokenizer[:200]!r}: {first}") from None
 
     def count(value: Any) -> int:
+        if chat and isinstance(value, str) and tok.chat_template:
+            value = [{"role": "user", "content": value}]
         if isinstance(value, list) and value and isinstance(value[0], dict) and tok.chat_template:
             out = tok.apply_chat_template(value, add_generation_prompt=True, tokenize=True, return_dict=True)
             return len(out["input_ids"])
@@ -124,13 +127,17 @@ def _images(value: Any) -> list[Any]:
 
 def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | None = None, prompt_field: str | None = None,
             image_field: str | None = None, min_pixels: int = C.QWEN_VL_MIN_PIXELS, max_pixels: int = C.QWEN_VL_MAX_PIXELS,
-            base: Path = Path(".")) -> DatasetStats:
-    """Prompt tokens per row, images per row and each image's area after the processor's resize."""
+            base: Path = Path("."), chat: bool = False, added_text: str = "") -> DatasetStats:
+    """Prompt tokens per row (``added_text``'s tokens on each: what the framework adds to every
+    prompt), images per row and each image's area after the processor's resize."""
     prompt_col = _pick(rows, prompt_field, PROMPT_FIELDS, "prompt")
     if prompt_col is None:
         raise InputError("--prompt-field", f"no prompt column found; columns: {', '.join(map(str, rows[0]))}")
-    count, how = token_counter(tokenizer)
-    stats = DatasetStats(len(rows), truncated, prompt_col, how, [count(r.get(prompt_col)) for r in rows])
+    count, how = token_counter(tokenizer, chat)
+    added = count(added_text) if added_text else 0
+    if added:
+        how += f", plus {added} tokens the framework adds to each prompt"
+    stats = DatasetStats(len(rows), truncated, prompt_col, how, [count(r.get(prompt_col)) + added for r in rows])
     image_col = _pick(rows, image_field, IMAGE_FIELDS, "image")
     if image_col is None:
         return stats

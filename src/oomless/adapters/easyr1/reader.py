@@ -25,6 +25,7 @@ from typing import Any
 
 from ... import safe_paths as SP
 from ...errors import InputError
+from ...spec.dataset import DataRef
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
@@ -57,7 +58,26 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     if transformers is not None:
         out.set("transformers_version", transformers)
     _report_unused(composed.user, out)
-    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=_data(composed.values, path.parent))
+
+
+def _data(v: dict[str, Any], folder: Path) -> DataRef | None:
+    """EasyR1's `data.train_files` (`path` or `hub_id@split`), its prompt and image columns, and
+    the `format_prompt` template it renders each prompt into before the chat template (verl/utils/
+    dataset.py RLHFDataset `__init__` and `_build_messages`, main)."""
+    files = v.get("data.train_files")
+    if not isinstance(files, str):
+        return None
+    source, _, split = files.partition("@")
+    added = ""
+    template = v.get("data.format_prompt")
+    if isinstance(template, str) and template:
+        file = Path(template).expanduser()  # relative to where EasyR1 runs (the repository root), else the config's folder
+        file = file if file.is_absolute() or SP.exists(file) else folder / file
+        if SP.exists(file) and file.is_file():  # its text less the placeholders ({{ content | trim }})
+            added = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", "", C.read_text(file)).strip()
+    return N.data_ref("data.train_files", source, split=split or "train", prompt_field=v.get("data.prompt_key"),
+                      image_field=v.get("data.image_key"), chat=True, added_text=added)
 
 
 MAIN = ("verl.trainer.main",)

@@ -29,6 +29,7 @@ from .. import HardwareFlags, ImportResult
 from .. import optim_impl as OI
 from .. import _native as N
 from .. import common as C
+from .data import data_ref
 from .keys import FLAGS
 from .liger import read_liger
 
@@ -111,7 +112,7 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     out.notes.extend(notes)
     given = _parse_args(args, FLAGS[version], version, out)
     _to_spec(_Args(given, version), hardware, out)
-    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=data_ref(given, FLAGS[version]))
 
 
 def _flag_names(args: list[str]) -> list[str]:

@@ -17,10 +17,13 @@ one image per prompt at MAX_PIXELS only where the script names images (MAX_PIXEL
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...spec.dataset import DataRef
+from .. import _native as N
 from ...memory import constants as MC
 from ...memory import vision as VZ
 from ..args import FlagReader
@@ -90,3 +93,22 @@ def lengths(run: Run, vision: Mapping[str, Any], engine_len: int | None = None) 
         raise InputError("--max_length", f"{max_length} leaves no prompt text beside {images} image tokens "
                          "(in GRPO --max_length bounds the encoded prompt, images included)")
     return {"max_prompt_tokens": prompt, "max_completion_tokens": completion}
+
+
+def data_ref(f: FlagReader, read: Callable[[str], str]) -> DataRef | None:
+    """`--dataset` (each `id`, `id:subset` or a path, with an optional `#N` sample count) and the
+    `--system` prompt ms-swift puts before every prompt (text, or a file it reads:
+    swift/llm/argument/base_args/template_args.py `system`, which `__post_init__` reads when it
+    is a file). ms-swift always encodes prompts through the model's template."""
+    values = f.peek("dataset")
+    if not values:
+        return None
+    sources = [re.sub(r"#\d+$", "", v) for v in values]
+    sources = [s.split(":")[0] if not (s.startswith((".", "/", "~")) or "." in Path(s).name) else s for s in sources]
+    system = " ".join(f.peek("system") or [])
+    if system and system.endswith(".txt"):
+        try:
+            system = read(system)
+        except InputError:
+            system = ""
+    return N.data_ref("--dataset", sources, chat=True, added_text=system)

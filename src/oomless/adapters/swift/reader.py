@@ -59,14 +59,15 @@ def import_config(path: Path, hardware: Any) -> Any:
 
     text = read_text(path)
     idle: dict[str, Any] = {}
-    spec, ignored, notes = import_text(text, path.resolve().parent, hardware, str(path), idle_engine=idle)
-    return ImportResult(spec, tuple(ignored), tuple(notes), idle)
+    data: dict[str, Any] = {}
+    spec, ignored, notes = import_text(text, path.resolve().parent, hardware, str(path), idle_engine=idle, data=data)
+    return ImportResult(spec, tuple(ignored), tuple(notes), idle, data.get("ref"))
 
 
 # --- import ----------------------------------------------------------------------------------
 
 def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: Mapping[str, str] | None = None,
-                idle_engine: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
+                idle_engine: dict[str, Any] | None = None, data: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:
     """A script's text → (spec dict, ignored lines, notes). ``overlay`` maps file names next to
     the script to their text (export checks a script before writing its files); ``idle_engine``
     receives `ImportResult.idle_engine` (`layout.release_engine`) where the run generates with HF."""
@@ -109,6 +110,8 @@ def import_text(text: str, base_dir: Path, hardware: Any, source: str, overlay: 
                      f"documents in its comments (line {documented.line}), started in another terminal")
     if idle_engine is not None and spec["rollout"]["engine"] == "hf" and spec.get("algorithm") != "ppo":  # PPO: HF only
         idle_engine.update(swift_layout.release_engine(run))
+    if data is not None:
+        data["ref"] = prompts.data_ref(flags, read)
     ignored = flags.leftover(SF.NO_MEMORY_EFFECT, SF.NOT_MODELLED, unknown=KC.unread_why)
     return spec, ignored, notes
 

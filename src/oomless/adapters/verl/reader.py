@@ -74,7 +74,12 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     out.notes.extend(composed.notes)
     _to_spec(_Config(composed.values), hardware, out)
     _report_unused(composed.user, out)
-    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+    values = composed.values
+    # verl's RLHFDataset (verl/utils/dataset/rl_dataset.py) reads the parquet files' prompt_key
+    # column of chat messages and applies the chat template
+    data = N.data_ref("data.train_files", values.get("data.train_files"), prompt_field=values.get("data.prompt_key"),
+                      image_field=values.get("data.image_key"), chat=True)
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=data)
 
 
 MAIN = ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")

@@ -1,0 +1,25 @@
+"""What a framework config says its training data is (`oomless plan --from FW --data auto`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DataRef:
+    """The training data a framework config names, as the framework reads it."""
+
+    key: str
+    """The config key that names it (`data.train_files`, `--dataset`, ...), for messages."""
+    sources: tuple[str, ...]
+    """Files, folders or Hub dataset ids, as written (relative paths from the config's folder)."""
+    split: str = "train"
+    prompt_field: str | None = None
+    """The column the framework takes prompts from, when the config says (verl/EasyR1 `prompt_key`)."""
+    image_field: str | None = None
+    chat: bool = False
+    """The framework sends a plain-text prompt as one user message through the chat template
+    (EasyR1, ms-swift, OpenRLHF `--apply_chat_template`); chat-message prompts always go through it."""
+    added_text: str = ""
+    """Text the framework adds to every prompt (a system prompt, EasyR1's `format_prompt` template
+    without its placeholders): its tokens are added to each prompt's count."""

@@ -1,0 +1,94 @@
+"""`oomless plan --from FW CONFIG --data auto` (issue 14): the data each framework's config names,
+read as the framework reads it (its prompt column, its chat template, the text it adds to every
+prompt), and the one-line errors when it is not here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oomless.adapters import HardwareFlags, import_native
+from oomless.cli.main import app
+
+RUNNER = CliRunner()
+DATA = Path(__file__).resolve().parents[1] / "adapters" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def _rows(path: Path, column: str, texts: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({column: t}) + "\n" for t in texts), encoding="utf-8")
+    return path
+
+
+def test_verl_reads_its_train_files_with_home_expanded(tmp_path: Path) -> None:
+    ref = import_native("verl", DATA / "verl_gsm8k.sh", HardwareFlags(gpu="A100-80GB")).data
+    assert ref is not None and ref.key == "data.train_files"
+    assert ref.sources == (str(tmp_path / "data/gsm8k/train.parquet"),) and ref.prompt_field == "prompt" and ref.chat
+
+
+def test_easyr1_adds_its_format_prompt_and_splits_the_hub_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "math.jinja").write_text("{{ content | trim }} Put the final answer in \\boxed{}.", encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text("data: {train_files: hiyouga/math12k@test, prompt_key: problem, format_prompt: ./math.jinja}\n"
+                      "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n", encoding="utf-8")
+    ref = import_native("easyr1", config, HardwareFlags(gpu="A100-80GB")).data
+    assert ref.sources == ("hiyouga/math12k",) and ref.split == "test" and ref.prompt_field == "problem"
+    assert ref.added_text == "Put the final answer in \\boxed{}."
+
+
+def test_openrlhf_input_template_lengthens_plain_prompts(tmp_path: Path) -> None:
+    text = (DATA / "openrlhf_classic.sh").read_text(encoding="utf-8").rstrip()
+    assert import_native("openrlhf", DATA / "openrlhf_classic.sh", HardwareFlags(gpu="A100-80GB")).data is None
+    script = tmp_path / "run.sh"
+    script.write_text(text + " --prompt_data OpenRLHF/prompt-collection-v0.1,./mine.jsonl --input_key context_messages"
+                      " --input_template 'User: {}\\nAssistant: '\n", encoding="utf-8")
+    ref = import_native("openrlhf", script, HardwareFlags(gpu="A100-80GB")).data
+    assert ref.key == "prompt_data" and ref.sources == ("OpenRLHF/prompt-collection-v0.1", "./mine.jsonl")
+    assert ref.prompt_field == "context_messages" and not ref.chat and ref.added_text == "User: \\nAssistant: "
+    script.write_text(text + " --prompt_data d.jsonl --apply_chat_template --input_template 'User: {}'\n", encoding="utf-8")
+    ref = import_native("openrlhf", script, HardwareFlags(gpu="A100-80GB")).data
+    assert ref.chat and ref.added_text == ""  # the chat template replaces the input template
+
+
+def test_swift_dataset_drops_the_sample_count_and_keeps_the_system_prompt(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-1.5B-Instruct --max_length 1024 --num_generations 2 --per_device_train_batch_size 2 "
+                      "--dataset 'AI-MO/NuminaMath-TIR#1000' ./local.jsonl --system 'Think step by step.'\n",
+                      encoding="utf-8")
+    result = import_native("swift", script, HardwareFlags(gpu="A100-80GB"))
+    assert result.data.sources == ("AI-MO/NuminaMath-TIR", "./local.jsonl")
+    assert result.data.added_text == "Think step by step." and result.data.chat
+    assert any("--dataset" in line for line in result.ignored)  # still reported as without memory effect
+
+
+def test_auto_plans_with_the_named_file(tmp_path: Path) -> None:
+    _rows(tmp_path / "data" / "train.jsonl", "problem", ["two plus two"] * 50)
+    config = tmp_path / "c.yaml"
+    config.write_text("data: {train_files: data/train.jsonl, prompt_key: problem, max_prompt_length: 4096}\n"
+                      "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-1.5B-Instruct}\n", encoding="utf-8")
+    result = RUNNER.invoke(app, ["plan", "--from", "easyr1", str(config), "--gpu", "A100-80GB", "--data", "auto"])
+    assert result.exit_code in (0, 1), result.stderr
+    assert "--data data.train_files=data/train.jsonl: 50 rows, prompts from 'problem'" in result.stderr
+
+
+def test_auto_errors_name_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("data: {train_files: data/missing.jsonl}\n"
+                      "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-1.5B-Instruct}\n", encoding="utf-8")
+    result = RUNNER.invoke(app, ["plan", "--from", "easyr1", str(config), "--gpu", "A100-80GB", "--data", "auto"])
+    assert result.exit_code == 2 and "data.train_files names 'data/missing.jsonl', which is not here" in result.stderr
+    assert "Traceback" not in result.stderr and sum(l.startswith("error:") for l in result.stderr.splitlines()) == 1
+    spec = Path(__file__).resolve().parents[2] / "examples" / "seeds" / "s1-before.yaml"
+    result = RUNNER.invoke(app, ["plan", str(spec), "--data", "auto"])
+    assert result.exit_code == 2 and "auto: the config names no training data" in result.stderr
