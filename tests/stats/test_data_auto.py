@@ -92,3 +92,19 @@ def test_auto_errors_name_the_key(tmp_path: Path) -> None:
     spec = Path(__file__).resolve().parents[2] / "examples" / "seeds" / "s1-before.yaml"
     result = RUNNER.invoke(app, ["plan", str(spec), "--data", "auto"])
     assert result.exit_code == 2 and "auto: the config names no training data" in result.stderr
+
+
+def test_trl_open_r1_recipe_is_a_chat_with_its_system_prompt(tmp_path: Path) -> None:
+    recipe = tmp_path / "config.yaml"
+    recipe.write_text("model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\ndataset_name: open-r1/OpenR1-Math-220k\n"
+                      "dataset_prompt_column: problem\nsystem_prompt: Think first.\nnum_generations: 2\n"
+                      "per_device_train_batch_size: 2\n", encoding="utf-8")
+    ref = import_native("trl", recipe, HardwareFlags(gpu="H100-80GB")).data
+    assert ref.sources == ("open-r1/OpenR1-Math-220k",) and ref.prompt_field == "problem"
+    assert ref.chat and ref.added_text == "Think first."
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\ndataset_name: trl-lib/DeepMath-103K\n"
+                     "dataset_train_split: train[:10%]\nnum_generations: 2\nper_device_train_batch_size: 2\n", encoding="utf-8")
+    ref = import_native("trl", plain, HardwareFlags(gpu="H100-80GB")).data
+    assert ref.prompt_field == "prompt" and not ref.chat and ref.split == "train[:10%]"
+

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ...catalog.models import ModelArch
 from ...errors import InputError
 from ...memory import vision as VZ
+from ...spec.dataset import DataRef
+from .. import _native as N
 from ..common import version_text
 
 if TYPE_CHECKING:
@@ -65,3 +67,15 @@ def example_vision(script: str, arch: ModelArch, notes: list[str]) -> dict[str, 
     notes.append(f"{name} keeps images under 512 px a side (filter_big_images): training images up to "
                  f"{kept:,} px; vLLM's profile sizes them by the processor's max_pixels")
     return {"data_max_pixels": kept}
+
+
+def data_ref(config: Mapping[str, Any], script: str) -> DataRef | None:
+    """ScriptArguments' `dataset_name` at `dataset_train_split` (trl/scripts/utils.py), its
+    `prompt` column. open-r1's scripts read `dataset_prompt_column` and make every row a chat
+    with `system_prompt` first (src/open_r1/grpo.py `make_conversation`), so plain prompts go
+    through the chat template with the system prompt's tokens on each."""
+    open_r1 = "open_r1" in script or "dataset_prompt_column" in config or "system_prompt" in config
+    system = config.get("system_prompt")
+    return N.data_ref("dataset_name", config.get("dataset_name"), split=str(config.get("dataset_train_split") or "train"),
+                      prompt_field=config.get("dataset_prompt_column") or "prompt",  # open-r1 configs.py default too
+                      chat=open_r1, added_text=system if isinstance(system, str) else "")

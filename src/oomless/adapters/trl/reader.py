@@ -137,12 +137,13 @@ def import_config(path: Path, hardware: Any) -> Any:
     from .. import ImportResult
 
     idle: dict[str, Any] = {}
-    spec, ignored, notes = import_path(path, hardware, idle_engine=idle)
-    return ImportResult(spec, tuple(ignored), tuple(notes), idle)
+    data: dict[str, Any] = {}
+    spec, ignored, notes = import_path(path, hardware, idle_engine=idle, data=data)
+    return ImportResult(spec, tuple(ignored), tuple(notes), idle, data.get("ref"))
 
 
 def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = None,
-                idle_engine: dict[str, Any] | None = None) -> tuple[dict, list, list]:
+                idle_engine: dict[str, Any] | None = None, data: dict[str, Any] | None = None) -> tuple[dict, list, list]:
     """(spec dict, ignored, notes) of a YAML config or a launch script; ``overlay`` maps file
     names to text to read instead of the disk (export checks its files before writing);
     ``idle_engine`` receives `ImportResult.idle_engine` where the run generates with HF: the
@@ -162,6 +163,8 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     text = read(path.name) if overlay is not None else read_text(path)
     launch = TL.read_launch(path.name if overlay is not None else str(path), text, read)
     notes: list[str] = list(launch.notes)
+    if data is not None:
+        data["ref"] = prompts.data_ref(launch.config, launch.script)
     directives = read_directives(launch.directives_text)
     trainer = TT.trainer_of(launch.script, directives.get("trainer"))
     trl_version, vllm, prompt_directive = _versions(directives, notes, trainer, launch.config)
