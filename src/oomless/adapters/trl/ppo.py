@@ -55,6 +55,7 @@ from ...memory import constants as C
 from ...memory import params as P
 from . import optim as TO
 from ..common import version_text
+from . import hardware as TH
 from . import launch as TL
 from . import trainers as TT
 from .finetune import finetune_section
@@ -101,21 +102,21 @@ def ppo_spec(keys: Any, launch: TL.Launch, hardware: Any, prompt_directive: int 
         keys.ignore(name, why)
     for name in [k for k in keys.values if k == "use_vllm" or k.startswith("vllm_")]:
         keys.ignore(name, f"not a key of TRL {version_text(keys.version)}'s {trainer}: it generates with transformers generate")
-        del keys.values[name]  # nor does it take a GPU for an engine (`launch.processes_from_hardware`)
+        del keys.values[name]  # nor does it take a GPU for an engine (`hardware.processes_from_hardware`)
     spec["logits"] = "full_bf16"  # forward(): full logits, selective_log_softmax on the response slice
     spec["kl_beta"] = keys.float("kl_coef", float(keys.default("kl_coef", 0.05)))
     if not rloo:  # one module with the policy: ZeRO-3 generate gathers both (`unwrap_model_for_generation`)
         spec["critic"] = {"model": reward_path, "wrapped_with_actor": True}
     spec["reward_model"] = {"model": reward_path}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
-        launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
+        launch = TH.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _rloo_batch(keys) if rloo else _batch(keys)
     spec["rollout"] = {"engine": "hf", "keeps_generation_scores": True}  # `logitss`, kept until the next rollout
     if finetune["method"] == "full":  # LoRA: the reference forward is the policy's, adapters off
         spec["rollout"]["recompute_old_logprobs"] = False
     spec["lengths"] = _lengths(keys, arch, launch.script, prompt_directive, notes)
-    spec["hardware"] = TL.hardware_section(hardware, processes, nodes, launch, notes)
+    spec["hardware"] = TH.hardware_section(hardware, processes, nodes, launch, notes)
     if spec["kl_beta"] == 0 and finetune["method"] == "full":
         notes.append(f"kl_coef 0: {trainer} still loads the reference policy, which the plan leaves out (kl_beta 0)")
     notes.extend(unplanned_notes(keys, spec, arch, reward_arch))

@@ -38,6 +38,7 @@ from ...catalog.models import ModelArch
 from ...catalog.resolve import load_model
 from ... import safe_paths as SP
 from ...errors import InputError
+from . import hardware as TH
 from . import launch as TL
 from . import prompts
 from . import optim as TO
@@ -248,7 +249,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     if keys.get("reward_model_name_or_path"):
         spec["reward_model"] = {"model": str(keys.get("reward_model_name_or_path"))}
     if not launch.processes_stated and hardware.gpus_per_node is not None:
-        launch = TL.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
+        launch = TH.processes_from_hardware(keys, launch, hardware.gpus_per_node, notes)
     processes, nodes = launch.processes_per_node, launch.num_machines
     spec["batch"] = _batch(keys, processes * nodes)
     steps = spec["batch"].get("steps_per_generation") or spec["batch"]["gradient_accumulation_steps"]
@@ -261,7 +262,7 @@ def _spec(keys: Keys, launch: TL.Launch, arch: ModelArch, hardware: Any, vllm: t
     vision = prompts.example_vision(launch.script, arch, notes)
     if vision:
         spec["vision"] = vision
-    spec["hardware"] = TL.hardware_section(hardware, gpus, nodes, launch, notes)
+    spec["hardware"] = TH.hardware_section(hardware, gpus, nodes, launch, notes)
     return spec
 
 
