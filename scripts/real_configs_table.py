@@ -55,6 +55,8 @@ class Outcome:
     hardware_source: str
     reason: str = ""
     binding: str = ""
+    peak_gib: float | None = None
+    """The plan's highest GPU peak (any phase, any GPU group), for files that state a measured one."""
     num_warnings: int = 0
     num_notes: int = 0
     stderr_lines: list[str] = field(default_factory=list)
@@ -98,7 +100,15 @@ def classify(entry: dict[str, Any], args: list[str], hardware_source: str,
     else:
         out.outcome = PLANNED[code]
         out.binding = _binding(stdout)
+        out.peak_gib = _peak_gib(stdout)
     return out
+
+
+def _peak_gib(stdout: str) -> float | None:
+    try:
+        return round(json.loads(stdout)["gpu"]["peak_bytes"] / 2**30, 2)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _binding(stdout: str) -> str:
@@ -203,7 +213,19 @@ def render_doc(outcomes: list[Outcome], manifest: list[dict[str, Any]]) -> str:
     models = Counter(re.search(r"unknown '([^']*)'", o.reason).group(1) for o in failed if "unknown '" in o.reason)
     if models:
         out += ["", "Models not in the catalog: " + ", ".join(f"`{m}` ({n})" for m, n in models.most_common()) + "."]
-    published = [o for o in outcomes if o.hardware_source == "published" and o.outcome == "does-not-fit"]
+    stated = [o for o in outcomes if o.hardware_source == "published"]
+    fit = sum(o.outcome == "fits" for o in stated)
+    out += ["", "## Published hardware", "",
+            f"**{fit} of {len(stated)} files that name their hardware are predicted to fit on it "
+            f"({fit / len(stated) if stated else 0:.1%})**; the others are listed below and, with why, in "
+            "docs/published-hardware.md.", "",
+            "Files that also state the GPU memory they use, beside the plan's highest GPU peak:", "",
+            "| file | stated | planned peak | planned / stated |", "|---|---:|---:|---:|"]
+    for o in stated:
+        reported = by_id[o.id]["hardware"].get("reported_gpu_memory_gib")
+        if reported and o.peak_gib is not None:
+            out.append(f"| `{o.id}` | {reported} GiB | {o.peak_gib:.1f} GiB | {o.peak_gib / reported:.2f} |")
+    published = [o for o in stated if o.outcome == "does-not-fit"]
     out += ["", "## Published hardware, predicted not to fit", "",
             "Files whose text or README names the GPUs they run on, yet the plan says they do not fit there:",
             "each is either a modelling error of oomless or an example that cannot run as written.", "",

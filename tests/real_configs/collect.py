@@ -4,7 +4,8 @@ Usage (needs bare git mirrors of the repositories, e.g. from `git clone --mirror
     python tests/real_configs/collect.py --mirrors /work/.mirror
 
 A mirror of `owner/name` is looked up as `MIRRORS/owner+name/repo` or `MIRRORS/owner+name`.
-What is copied is declared in `sources.yaml`; hand-read hardware (with the quote that says
+What is copied is declared in `sources.yaml` (`extras`: files copied beside the entries, not
+planned themselves, e.g. the setup.py whose pins a launch reads); hand-read hardware (with the quote that says
 it) in `hardware.yaml`, merged into the manifest by entry id (a `launch` there names the
 corpus file, e.g. a README command, that runs the entry: it is planned in the entry's place). Files are copied verbatim under
 `<framework>/<version>/<path in the repository>`, so a script's own relative paths
@@ -24,10 +25,10 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-COMMAND_START = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(accelerate launch|trl (?:grpo|rloo|ppo)|torchrun|python3? )")
+COMMAND_START = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(accelerate launch|trl (?:grpo|rloo|ppo)|torchrun|python3? |sbatch )")
 PATH_TOKEN = re.compile(r"[\w.${}/-]+\.(?:ya?ml|json)")
-PLACEHOLDER = re.compile(r"\.\.\.|<[a-z_ ]+>")
-"""Commands with a placeholder (`--model_name_or_path ...`, `<model_name>`) are not configs."""
+PLACEHOLDER = re.compile(r"\.\.\.|<[a-z_ ]+>|\{[a-z_]+\}")
+"""Commands with a placeholder (`--model_name_or_path ...`, `<model_name>`, `{model_name}`) are not configs."""
 SKIP = re.compile(r"\b(sft|dpo|kto|orpo|reward_modeling)\b", re.IGNORECASE)
 
 
@@ -128,11 +129,15 @@ def collect_version(mirror: Path, name: str, source: dict, version: dict) -> lis
         all_lines = text.splitlines()
         for first, last in commands(text):
             block = "\n".join(all_lines[first - 1:last]) + "\n"
-            if pattern.search(block) and not SKIP.search(block) and re.search(r"--(config|model_name_or_path)\b", block) \
+            if pattern.search(block) and not SKIP.search(block) and re.search(r"--(config|model_name_or_path)\b|slurm/train\.slurm", block) \
                     and not PLACEHOLDER.search(block):
                 pending.append((f"{path}.L{first}-{last}.sh", block, path, (first, last)))
     for item in pending[: source.get("per_version", 40)]:
         add(*item)
+    for path in sorted(tree):  # files a launch reads without naming them (open-r1's setup.py pins, accelerate configs)
+        if any(fnmatch.fnmatch(path, pat) for pat in source.get("extras", [])) and small(mirror, commit, path):
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(git(mirror, "show", f"{commit}:{path}"), encoding="utf-8")
     return entries
 
 
