@@ -18,9 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import real_configs_table as table  # noqa: E402  (scripts/ is not a package)
 
-PLANNED_SHARE_FLOOR = 0.94
+PLANNED_SHARE_FLOOR = 0.935
 """The planned share measured when the corpus was collected (docs/real-configs.md); raise it as
-fixes land, never lower it to make a change pass. The goal (issue 13) is 0.90."""
+fixes land, never lower it to make a change pass. The goal (issue 13) is 0.90. Set from 0.94 to
+0.935 once, when the corpus grew by open-r1's four `sbatch` README commands (232 of 247 planned,
+93.9 %): one of them, ca8664d's line 184, names a recipe that does not exist and is refused for
+it, which is right; no file that planned before is refused now."""
 
 MANIFEST = table.load_manifest()
 REFUSAL = re.compile(r"^error: \S.*\S$")
