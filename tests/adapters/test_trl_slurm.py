@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from oomless.adapters import HardwareFlags
+from oomless.adapters.common import parse_shell
+from oomless.adapters.trl import slurm as SL
 from oomless.adapters.trl.reader import import_path
 from oomless.cli.main import app
 from oomless.errors import InputError
@@ -215,19 +217,39 @@ def test_plan_from_the_installed_cli(tmp_path: Path) -> None:
     assert "1 × 16 H100-80GB" in done.stdout and "rollout GPUs (8 per node: vllm)" in done.stdout
 
 
-def test_write_back_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
-    recipe = RECIPE.replace("per_device_train_batch_size: 16", "per_device_train_batch_size: 64").replace(
-        "max_completion_length: 1024", "max_completion_length: 4096").replace("gradient_checkpointing: true",
-                                                                            "gradient_checkpointing: false")
-    path = repo(tmp_path, head(nodes=2), recipe=recipe)
-    before = {p: p.read_text(encoding="utf-8") for p in tmp_path.rglob("*") if p.is_file()}
+BIG = RECIPE.replace("per_device_train_batch_size: 16", "per_device_train_batch_size: 64").replace(
+    "max_completion_length: 1024", "max_completion_length: 4096").replace("gradient_checkpointing: true",
+                                                                        "gradient_checkpointing: false")
+
+
+@pytest.mark.parametrize(("layout", "command"), [
+    ("head", head(nodes=2, extra=" --args '--seed=3'")),
+    ("ca8664d", "sbatch --nodes=2 slurm/train.slurm Qwen2.5-1.5B-Instruct grpo demo zero2"),
+])
+def test_write_back_goes_into_optional_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str,
+                                            command: str) -> None:
+    """fit's changes land in the job's OPTIONAL_ARGS (HEAD --args, ca8664d the 5th argument), which
+    the script appends after --config and so override the recipe; the recipe and script stay."""
+    monkeypatch.chdir(tmp_path)  # sbatch runs in the repository root; the written copy is read from there too
+    path = repo(tmp_path, command, layout=layout, recipe=BIG)
+    others = {p: p.read_text(encoding="utf-8") for p in tmp_path.rglob("*") if p.is_file() and p != path}
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["fit", "--from", "trl", str(path), "--gpu", "H100-80GB", "--gpus-per-node", "8",
                                       "--write", str(out)])
-    assert result.exit_code == 2, result.output
-    assert "sbatch slurm/train.slurm` job" in result.output and "not supported" in result.output
-    assert not out.exists()
-    assert before == {p: p.read_text(encoding="utf-8") for p in tmp_path.rglob("*") if p.is_file()}
+    assert result.exit_code == 0, result.output
+    written = (out / path.name).read_text(encoding="utf-8")
+    assert written.startswith(command.split(" --args")[0])
+    job = SL.sbatch_command(parse_shell(written, "job.sh"))
+    args = job.argv[-1]
+    assert args.startswith("--") and "--per_device_train_batch_size=" in args
+    if layout == "head":
+        assert job.argv[-2] == "--args" and "--seed=3" in args  # the user's own OPTIONAL_ARGS kept
+    else:
+        assert len(job.argv) == 8  # sbatch --nodes=2 script MODEL TASK SUFFIX ACCELERATOR OPTIONAL_ARGS
+    assert "reads it back: fits" in result.output
+    assert others == {p: p.read_text(encoding="utf-8") for p in tmp_path.rglob("*")
+                      if p.is_file() and p != path and out not in p.parents}
+    assert path.read_text(encoding="utf-8") == command + "\n"  # --write: the user's file untouched
 
 
 def test_other_gpus_per_node_is_refused_naming_what_is_allowed(tmp_path: Path) -> None:

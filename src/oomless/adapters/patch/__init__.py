@@ -93,9 +93,11 @@ class _File:
     """The user's file, read in its style: which keys it sets and to what."""
 
     def __init__(self, path: Path, text: str, style: str, keys: list[str],
-                 added_prefix: SH.AddedPrefix | None = None) -> None:
+                 added_prefix: SH.AddedPrefix | None = None, special: Any = None) -> None:
         self.path, self.text, self.style, self.where = path, text, style, str(path)
-        self.added_prefix = added_prefix
+        self.added_prefix, self.special = added_prefix, special
+        if special is not None:  # a writer's own file kind (TRL: open-r1's sbatch job, trl/slurm_patch.py)
+            return
         if style == "yaml":
             self.data = YM.load(text, self.where)
         elif style == "python":
@@ -104,6 +106,8 @@ class _File:
             self.command = SH.pick_command(text, keys, style, self.where)
 
     def value(self, key: str) -> Any:
+        if self.special is not None:
+            return self.special.value(key)
         if self.style == "yaml":
             found = YM.get(self.data, key)
             return None if found is YM.MISSING else found
@@ -113,6 +117,8 @@ class _File:
         return SH.current_value(self.command, key, self.style)
 
     def patch(self, values: dict[str, Any], keys: list[str]) -> str:
+        if self.special is not None:
+            return self.special.patch(values)
         if self.style == "yaml":
             return YM.patch_yaml(self.text, values, self.where)
         if self.style == "python":
@@ -167,6 +173,9 @@ def _read_as(module: Any, path: Path, text: str, old_spec: Any) -> tuple[Any, _F
     where the writer says: `file_dialect`; else the one whose keys it sets most), the file read
     in it, and the old spec's native settings in it."""
     style = file_style(path, module)
+    special_file = getattr(module, "special_file", None)
+    special = special_file(path, text) if special_file is not None and style != "yaml" else None
+    style = special.STYLE if special is not None else style
     best: tuple[int, Any, Any, dict[str, Any]] | None = None
     known = getattr(module, "file_dialect", None)
     dialects = (known(text, str(path)),) if known is not None else module.NATIVE_DIALECTS
@@ -174,7 +183,7 @@ def _read_as(module: Any, path: Path, text: str, old_spec: Any) -> tuple[Any, _F
     added = prefixer(path, text) if prefixer is not None and style == "hydra" else None
     for dialect in dialects:
         old_values, _ = settings(module, old_spec, dialect)
-        f = _File(path, text, style, list(old_values), added)
+        f = _File(path, text, style, list(old_values), added, special)
         present = sum(f.value(k) is not None for k in old_values)
         if best is None or present > best[0]:
             best = (present, dialect, f, old_values)

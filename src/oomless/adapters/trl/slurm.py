@@ -354,18 +354,3 @@ def _served_gpus(server: ShellCommand | None) -> int:
     flags = parse_flags(server.argv[2:], "trl vllm-serve")
     tp = int((flags.get("tensor_parallel_size") or ["1"])[0])
     return tp * int((flags.get("data_parallel_size") or ["1"])[0])
-
-
-def refuse_write_back(text: str, path: str) -> None:
-    """`fit --write`/`--in-place` of an open-r1 sbatch job: refused (one line)."""
-    from ..common import parse_shell
-
-    try:
-        found = sbatch_command(parse_shell(text, path))
-    except InputError:
-        return
-    if found is not None:
-        raise InputError(SCRIPT, f"{path} is an `sbatch slurm/train.slurm` job: its settings live in the recipe YAML it "
-                         "names and in the sbatch arguments, and writing changes back into them is not supported; "
-                         "make fit's changes by hand: batch, lengths, checkpointing and vLLM keys in the recipe, "
-                         "ZeRO/FSDP in --accelerator, the server's GPUs in --dp/--tp, nodes in sbatch --nodes")

@@ -66,6 +66,16 @@ def _directive(spec: RunSpec) -> str:
             f"max_prompt_tokens={spec.lengths.max_prompt_tokens}\n")
 
 
+def special_file(path: Path, text: str) -> Any:
+    """open-r1's sbatch job as the patch edits it (`slurm_patch.JobFile`: fit's changes go into its
+    OPTIONAL_ARGS), or None for any other file."""
+    from . import slurm_patch
+
+    if not slurm_patch.is_job(text, str(path)):
+        return None
+    return slurm_patch.JobFile(path, text)
+
+
 NATIVE_STYLE = "flags"
 """How a launch script spells a key: `--key value` (a `trl grpo --config` YAML: `key: value`)."""
 NATIVE_DIALECTS = (LATEST,)
@@ -80,8 +90,10 @@ def file_dialect(text: str, path: str) -> tuple[int, ...]:
     from . import launch as TL
 
     if not path.endswith((".yaml", ".yml")):
-        from .slurm import refuse_write_back
-        refuse_write_back(text, path)  # open-r1's `sbatch slurm/train.slurm` job: no write-back (slurm.py)
+        from . import slurm_patch
+
+        if slurm_patch.is_job(text, path):  # open-r1's `sbatch slurm/train.slurm` job: read under its setup.py pin
+            return slurm_patch.dialect(text, Path(path)) or LATEST
     directives = read_directives(text)
     script, config = "", {}
     try:
