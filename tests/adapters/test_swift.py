@@ -322,7 +322,7 @@ def test_vllm_mode_and_version_notes() -> None:
     assert any("ms-swift 4.6 assumed" in n for n in notes)
     # the colocated engine sized by ms-swift: per device batch 1 (default) × TP 1 × steps 1
     assert spec["rollout"]["cuda_graphs_in_budget"] is True and spec["rollout"]["max_num_seqs"] == 1
-    _, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.12"))
+    _, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.11.1"))
     assert any("--vllm_mode unset" in n for n in notes)
     spec, _, notes = imported(script({**BASE, "use_vllm": "true"}, {"NPROC_PER_NODE": 4}, "3.6"))
     assert spec["rollout"]["engine"] == "vllm_colocate" and not any("--vllm_mode" in n for n in notes)
@@ -336,15 +336,16 @@ def test_vllm_mode_and_version_notes() -> None:
 
 
 def test_3_5_to_3_11_take_the_mode_from_the_server_host() -> None:
-    """ms-swift 3.5-3.11 override --vllm_mode from --vllm_server_host (rlhf_args.py v3.8.0 L216-225);
-    3.12 keeps the flag as written."""
+    """ms-swift 3.5.0-3.11.0 override --vllm_mode from --vllm_server_host (rlhf_args.py v3.8.0 L216-225);
+    3.11.1 keeps the flag as written (v3.11.1 L360)."""
     contradicts = {**BASE, "use_vllm": "true", "vllm_mode": "colocate", "vllm_server_host": "10.0.0.2"}
     spec, _, notes = imported(script(contradicts, {"NPROC_PER_NODE": 4}, "3.8"))
     assert spec["rollout"]["engine"] == "vllm_separate"
     assert any("--vllm_mode colocate with a vLLM server host" in n and "as server" in n for n in notes)
-    spec, _, _ = imported(script(contradicts, {"NPROC_PER_NODE": 4}, "3.12"))
-    assert spec["rollout"]["engine"] == "vllm_colocate"
-    spec, _, notes = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "server"}, {"NPROC_PER_NODE": 4}, "3.11"))
+    for kept in ("3.11.2", "3.12"):
+        spec, _, _ = imported(script(contradicts, {"NPROC_PER_NODE": 4}, kept))
+        assert spec["rollout"]["engine"] == "vllm_colocate"
+    spec, _, notes = imported(script({**BASE, "use_vllm": "true", "vllm_mode": "server"}, {"NPROC_PER_NODE": 4}, "3.11.0"))
     assert spec["rollout"]["engine"] == "vllm_colocate" and any("runs it as colocate" in n for n in notes)
 
 

@@ -45,12 +45,17 @@ class Profile:
 
     @property
     def mode_follows_server_host(self) -> bool:
-        """ms-swift 3.5-3.11 set `vllm_mode` from the server host whatever the flag says: `server`
-        when `--vllm_server_host` (or 3.8+'s `--vllm_server_base_url`) is given, else `colocate`,
-        with a warning (swift/llm/argument/rlhf_args.py v3.5.0 L161-169, v3.8.0 L216-225, v3.11.0
-        L356-364). 3.12 drops the override and requires the flag with --use_vllm (v3.12.0 L359-363,
-        HEAD swift/rlhf_trainers/args_mixin.py)."""
-        return (3, 5) <= self.version < (3, 12)
+        """ms-swift 3.5.0-3.11.0 set `vllm_mode` from the server host whatever the flag says:
+        `server` when `--vllm_server_host` (or, from 3.7.2, `--vllm_server_base_url`) is given,
+        else `colocate`, with a warning (swift/llm/argument/rlhf_args.py v3.5.0 L161-169, v3.7.1
+        L213, v3.7.2 L213, v3.11.0 L358). 3.11.1 drops the override and requires the flag with
+        --use_vllm (v3.11.1 L360: "vllm_mode is required when use_vllm is true"); "3.11" reads as 3.11.0."""
+        return (3, 5) <= self.version < (3, 11, 1)
+
+    @property
+    def base_url_is_a_host(self) -> bool:
+        """`--vllm_server_base_url` counts as a server host in the override from 3.7.2 (v3.7.2 L213)."""
+        return self.version >= (3, 7, 2)
 
     @property
     def tuner_flag(self) -> str:

@@ -159,16 +159,16 @@ def _modern(run: Run, rollout_cmd: ShellCommand | None, hardware: Any) -> Layout
     if mode is not None and mode not in ("colocate", "server"):
         raise InputError("--vllm_mode", f"{mode!r} is not allowed; allowed: colocate, server")
     if run.profile.mode_follows_server_host:
-        host = f.has("vllm_server_host") or f.has("vllm_server_base_url")
+        host = f.has("vllm_server_host") or (run.profile.base_url_is_a_host and f.has("vllm_server_base_url"))
         resolved = "server" if host else "colocate"
         if mode is not None and mode != resolved:
             run.notes.append(f"--vllm_mode {mode} with{'' if host else 'out'} a vLLM server host: ms-swift "
                              f"{version_text(run.profile.version)} runs it as {resolved} (it sets the mode from "
-                             "--vllm_server_host until 3.12)")
+                             "--vllm_server_host until 3.11.0)")
         mode = resolved
     elif mode is None:
         mode = "colocate"
-        run.notes.append("--vllm_mode unset with --use_vllm true: colocate assumed (ms-swift >= 3.12 requires it)")
+        run.notes.append("--vllm_mode unset with --use_vllm true: colocate assumed (ms-swift >= 3.11.1 requires it)")
     if f.bool("async_generate", False) and mode != "server":
         raise InputError("--async_generate", "needs --vllm_mode server (ms-swift asserts it)")
     if mode == "server":
