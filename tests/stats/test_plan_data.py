@@ -43,12 +43,14 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _data(path: Path, words: tuple[int, int], rows: int = 200) -> Path:
+def _data(path: Path, words: tuple[int, int], rows: int = 200, chat: bool = True) -> Path:
+    """Rows of chat messages (what a framework encodes through the template), or plain text."""
     rng = random.Random(7)
     with path.open("w", encoding="utf-8") as f:
         for _ in range(rows):
             text = " ".join(rng.choice(["add", "two", "and", "three", "then", "halve"]) for _ in range(rng.randint(*words)))
-            f.write(json.dumps({"problem": text}) + "\n")
+            row = {"messages": [{"role": "user", "content": text}]} if chat else {"problem": text}
+            f.write(json.dumps(row) + "\n")
     return path
 
 
@@ -69,6 +71,28 @@ def test_short_data_fits_where_the_limit_does_not(tmp_path: Path, tokenizer: Pat
     assert risk["per_step"] == 0.0 and risk["accepted"] is True
     assert plan["worst_case"]["fits"] is False  # the worst the limits allow is still reported
     assert "counted by tokenizer" in err and "longest" in err
+
+
+def test_plain_prompts_without_a_framework_give_no_bound(tmp_path: Path, tokenizer: Path) -> None:
+    """A spec names no framework, so the template a framework wraps plain text in is unknown."""
+    data = _data(tmp_path / "train.jsonl", (20, 120), chat=False)
+    code, plan, err = _plan(tmp_path, 60_000, "--data", str(data), "--tokenizer", str(tokenizer))
+    assert "plain-text prompts without a framework config" in err and code == 1
+
+
+def test_empty_prompts_and_template_refusals_are_one_line(tmp_path: Path, tokenizer: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"prompt": ""}) + "\n" + json.dumps({"prompt": "x"}) + "\n", encoding="utf-8")
+    code, _, err = _plan(tmp_path, 4096, "--data", str(empty), "--tokenizer", str(tokenizer))
+    assert code in (0, 1) and "Traceback" not in err  # every prompt counts at least one token
+    from transformers import AutoTokenizer
+
+    strict = AutoTokenizer.from_pretrained(tokenizer)
+    strict.chat_template = "{{ raise_exception('roles must alternate') }}"
+    strict.save_pretrained(tmp_path / "strict")
+    chats = _data(tmp_path / "chats.jsonl", (3, 5))
+    code, _, err = _plan(tmp_path, 4096, "--data", str(chats), "--tokenizer", str(tmp_path / "strict"))
+    assert code == 2 and "error: chat template:" in err and "roles must alternate" in err and "Traceback" not in err
 
 
 def test_an_estimated_count_is_not_a_bound(tmp_path: Path) -> None:
@@ -119,3 +143,25 @@ def test_the_data_bound_is_a_knot_below_the_limit(tmp_path: Path) -> None:
     assert length_knots(bounded, run.arch)["prompt"].points == ((300, 0.5), (800, 1.0), (4096, 1.0))
     unbounded = run.spec.model_copy(update={"lengths": Lengths(max_prompt_tokens=4096, typical_prompt_tokens=300)})
     assert length_knots(unbounded, run.arch)["prompt"].points == ((300, 0.5), (4096, 1.0))
+
+
+def test_image_tokens_count_where_the_limit_counts_them(tmp_path: Path, tokenizer: Path) -> None:
+    """verl/EasyR1 bound the encoded prompt, images included (`max_prompt_counts_images`): a
+    3000 × 3000 image becomes ~11.5k tokens, and the data's longest prompt must say so."""
+    from PIL import Image
+
+    Image.new("RGB", (3000, 3000)).save(tmp_path / "big.png")
+    rows = [{"messages": [{"role": "user", "content": f"What is in picture {i}?"}], "images": ["big.png"]} for i in range(20)]
+    (tmp_path / "vl.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    spec = tmp_path / "vl.yaml"
+    spec.write_text("model: Qwen/Qwen2.5-VL-3B-Instruct\nhardware: {gpu: H100, gpus_per_node: 8}\n"
+                    "distribution: {strategy: zero3}\nattention: flash_attention_2\n"
+                    "lengths: {max_prompt_tokens: 16384, max_completion_tokens: 1024, max_prompt_counts_images: true}\n"
+                    "vision: {images_per_prompt: 1, max_pixels: 12845056}\n"
+                    "batch: {micro_batch_size: 8, gradient_accumulation_steps: 1, num_generations: 8}\n"
+                    "rollout: {engine: hf}\n", encoding="utf-8")
+    result = RUNNER.invoke(app, ["plan", str(spec), "--json", "--data", str(tmp_path / "vl.jsonl"), "--tokenizer", str(tokenizer)])
+    longest = int(result.stderr.split("longest ")[1].split(" tokens")[0])
+    image_tokens = (3000 // 28) * (3000 // 28)  # smart_resize keeps 3000 × 3000 within max_pixels: (H/28)(W/28)
+    assert longest >= image_tokens, result.stderr
+

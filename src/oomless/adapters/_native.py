@@ -125,7 +125,7 @@ def header(lines: list[str]) -> str:
 
 
 def data_ref(key: str, value: Any, *, split: str = "train", prompt_field: Any = None, image_field: Any = None,
-             chat: bool = False, added_text: str = "") -> DataRef | None:
+             chat: bool = False, added_text: str = "", subset: Any = None, missing: str = "") -> DataRef | None:
     """The training data a config names under ``key`` (a path or Hub id, or a list of them), or
     None when it names none readable here (unset, a variable this environment does not set,
     Hydra's `???`)."""
@@ -134,5 +134,5 @@ def data_ref(key: str, value: Any, *, split: str = "train", prompt_field: Any = 
     sources = tuple(os.path.expandvars(str(v).strip()) for v in values if v is not None and str(v).strip())
     if not sources or any("$" in s or s == "???" for s in sources):
         return None
-    return DataRef(key, sources, split, str(prompt_field) if prompt_field else None,
-                   str(image_field) if image_field else None, chat, added_text)
+    return DataRef(key, sources, split, str(subset) if subset else None, str(prompt_field) if prompt_field else None,
+                   str(image_field) if image_field else None, chat, added_text, missing)

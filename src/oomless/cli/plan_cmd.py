@@ -60,6 +60,8 @@ def plan_command(
         from ..adapters import HardwareFlags
 
         run = load_any(spec, from_framework, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
+        if data is None and (tokenizer is not None or data_split != "train"):
+            typer.echo("warning: --tokenizer/--data-split are ignored without --data", err=True)
         if data is not None:
             from ..stats.apply import with_data
 

@@ -44,6 +44,8 @@ def stats_command(
                             min_pixels=min_pixels or C.QWEN_VL_MIN_PIXELS, max_pixels=max_pixels or C.QWEN_VL_MAX_PIXELS,
                             base=base)
         fragment = spec_fragment(stats)
+        if not stats.templated:  # plain text: the template a framework wraps it in is not counted
+            fragment["lengths"].pop("data_max_prompt_tokens", None)
         summary = {"rows": stats.num_rows, "truncated": truncated, "prompt_field": stats.prompt_field,
                    "tokens_from": stats.tokens_from, "max_prompt_tokens_seen": max(stats.prompt_tokens),
                    "image_field": stats.image_field, "unreadable_images": stats.unreadable_images,
@@ -59,7 +61,9 @@ def stats_command(
             typer.echo(f"# images from {stats.image_field!r}: {len(stats.pixels)} read, {stats.unreadable_images} unreadable;"
                        f" areas after the Qwen2-VL resize within [{min_pixels or C.QWEN_VL_MIN_PIXELS}, {max_pixels or C.QWEN_VL_MAX_PIXELS}] px")
         if "data_max_prompt_tokens" not in fragment["lengths"]:
-            why = "only the first rows were read" if truncated else "tokens are estimated from characters"
+            why = ("only the first rows were read" if truncated else "tokens are estimated from characters"
+                   if stats.tokens_from.startswith("characters") else "plain-text prompts are counted without the chat "
+                   "template a framework wraps them in (`oomless plan --from FW CONFIG --data DATA` counts it)")
             typer.echo(f"# no data_max_prompt_tokens: {why}, so the longest prompt seen does not bound the run's")
         typer.echo("# completion lengths come from a run (TRL completions/mean_length), not from the data")
         typer.echo(yaml.safe_dump(fragment, sort_keys=False).rstrip())

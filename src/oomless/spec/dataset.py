@@ -14,6 +14,8 @@ class DataRef:
     sources: tuple[str, ...]
     """Files, folders or Hub dataset ids, as written (relative paths from the config's folder)."""
     split: str = "train"
+    subset: str | None = None
+    """The dataset's configuration name (TRL `dataset_config`, ms-swift `id:subset`)."""
     prompt_field: str | None = None
     """The column the framework takes prompts from, when the config says (verl/EasyR1 `prompt_key`)."""
     image_field: str | None = None
@@ -23,3 +25,6 @@ class DataRef:
     added_text: str = ""
     """Text the framework adds to every prompt (a system prompt, EasyR1's `format_prompt` template
     without its placeholders): its tokens are added to each prompt's count."""
+    missing: str = ""
+    """A file the framework reads to build every prompt that is not readable here (EasyR1
+    `data.format_prompt`, ms-swift `--system FILE`): the data then gives no bound."""

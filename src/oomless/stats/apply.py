@@ -17,10 +17,14 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .. import safe_paths as SP
 from ..catalog import hub
 from ..errors import InputError
 from ..memory import constants as C
+from ..memory import vision_tokens as VT
+from ..spec.dataset import DataRef
 from ..spec.load import ResolvedRun
 from ..spec.run import RunSpec
 from .measure import DatasetStats, bounds_prompts, measure, spec_fragment
@@ -55,46 +59,104 @@ def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str 
     """The run with ``data``'s prompt lengths (and image sizes, for a model that takes images) in
     its spec, and one note per thing the reader should know about them. ``data`` "auto" is the
     data the framework config names (`ResolvedRun.data`), its paths from ``config_folder``."""
-    spec = run.spec
-    sources, split, fields, shown = _sources(run, data, split, config_folder)
+    spec, ref = run.spec, run.data
+    sources, split, shown = _sources(run, data, split, config_folder)
     rows: list[dict[str, Any]] = []
     truncated = False
     for source in sources:
-        got, cut = read_rows(source, limit - len(rows), split)
+        got, cut = read_rows(source, limit - len(rows), split, ref.subset if ref and data == AUTO else None)
         rows, truncated = rows + got, truncated or cut
         if len(rows) >= limit:
             truncated = truncated or source != sources[-1]
             break
+    notes: list[str] = []
+    prompt_field, image_field = _fields(ref, rows[0], notes)
     tokenizer = tokenizer or model_tokenizer(spec)
     base = Path(sources[0]).parent if Path(sources[0]).is_file() else Path(sources[0])
-    image_field = fields[1] if fields[1] in rows[0] else None  # a framework's default image column, absent in text data
-    stats = measure(rows, truncated, tokenizer=tokenizer, prompt_field=fields[0], image_field=image_field,
+    stats = measure(rows, truncated, tokenizer=tokenizer, prompt_field=prompt_field, image_field=image_field,
                     min_pixels=spec.vision.min_pixels or C.QWEN_VL_MIN_PIXELS,
                     max_pixels=spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS, base=base,
-                    chat=run.data.chat if run.data else False, added_text=run.data.added_text if run.data else "")
+                    chat=ref.chat if ref else False, added_text=ref.added_text if ref else "")
+    bound = _with_image_tokens(run, stats, notes) and _bound_is_sound(ref, stats, notes)
     fragment = spec_fragment(stats)
-    notes = [_summary(stats, shown)]
+    if not bound:
+        fragment["lengths"].pop("data_max_prompt_tokens", None)
+    notes.insert(0, _summary(stats, shown))
     lengths = _capped(fragment["lengths"], spec.lengths.max_prompt_tokens, notes)
     update: dict[str, Any] = {"lengths": {**spec.lengths.model_dump(exclude_unset=True), **lengths}}
     if "vision" in fragment and spec.vision.images_per_prompt > 0:
-        vision = dict(fragment["vision"])
-        if vision["typical_images_per_prompt"] > spec.vision.images_per_prompt:
-            notes.append(f"the data's median prompt has {vision['typical_images_per_prompt']} images, above the "
-                         f"{spec.vision.images_per_prompt} planned: typical images per prompt kept at the plan's")
-            vision["typical_images_per_prompt"] = spec.vision.images_per_prompt
-        if vision["typical_images_per_prompt"] == 0:
-            vision.pop("typical_images_per_prompt")
-            notes.append("the data's median prompt has no image: the typical batch is planned with the plan's images")
-        update["vision"] = {**spec.vision.model_dump(exclude_unset=True), **vision}
-    new = RunSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
+        update["vision"] = _vision(spec, dict(fragment["vision"]), notes)
+    try:
+        new = RunSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
+    except ValidationError as err:  # the data's figures against the spec's limits: one line
+        first = err.errors()[0]
+        raise InputError("--data", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     return dataclasses.replace(run, spec=new), notes
 
 
-def _sources(run: ResolvedRun, data: str, split: str,
-             folder: Path) -> tuple[list[str], str, tuple[str | None, str | None], str]:
-    """(sources to read, split, (prompt column, image column), how to name them) of ``data``."""
+def _fields(ref: DataRef | None, row: dict[str, Any], notes: list[str]) -> tuple[str | None, str | None]:
+    """The framework's prompt and image columns (its config's, else the usual names), the
+    config's prompt column replaced by a guess, with a note, where the data lacks it."""
+    prompt = ref.prompt_field if ref else None
+    if prompt is not None and prompt not in row:
+        notes.append(f"{ref.key}'s prompt column {prompt!r} is not in the data (columns: {', '.join(map(str, row))}): "
+                     "the usual prompt names tried instead")
+        prompt = None
+    image = ref.image_field if ref else None
+    return prompt, image if image in row else None  # a framework's default image column, absent in text data
+
+
+def _with_image_tokens(run: ResolvedRun, stats: DatasetStats, notes: list[str]) -> bool:
+    """Where the prompt limit counts image tokens (verl, EasyR1: `max_prompt_counts_images`),
+    each row's images as the LLM tokens they become, added to its count; False (no bound from
+    the data) where a row's image could not be read."""
+    v, ln = run.arch.vision, run.spec.lengths
+    if not ln.max_prompt_counts_images or v is None or run.spec.vision.images_per_prompt == 0:
+        return True
+    if stats.image_field is None:
+        notes.append("the prompt limit counts image tokens but the data has no image column: no bound from the data")
+        return False
+    vis = run.spec.vision
+    sound = True
+    for i, sizes in enumerate(stats.row_image_sizes):
+        if sizes is None:
+            sound = False
+            continue
+        stats.prompt_tokens[i] += sum(VT.num_image_tokens(v, h, w, min_pixels=vis.min_pixels or C.QWEN_VL_MIN_PIXELS,
+                                                          max_pixels=vis.max_pixels or C.QWEN_VL_MAX_PIXELS,
+                                                          max_tiles=vis.max_tiles) for h, w in sizes)
+    if not sound:
+        notes.append(f"{stats.unreadable_images} image(s) could not be read: no bound from the data")
+    return sound
+
+
+def _bound_is_sound(ref: DataRef | None, stats: DatasetStats, notes: list[str]) -> bool:
+    if ref is not None and ref.missing:
+        notes.append(f"{ref.missing} could not be read: the text it adds to every prompt is not counted, so the data "
+                     "gives no bound")
+        return False
+    if ref is None and not stats.templated and bounds_prompts(stats):
+        notes.append("plain-text prompts without a framework config: the template the framework wraps them in is not "
+                     "counted, so the data gives no bound (plan with --from, or give chat-message prompts)")
+        return False
+    return True
+
+
+def _vision(spec: RunSpec, vision: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    if vision["typical_images_per_prompt"] > spec.vision.images_per_prompt:
+        notes.append(f"the data's median prompt has {vision['typical_images_per_prompt']} images, above the "
+                     f"{spec.vision.images_per_prompt} planned: typical images per prompt kept at the plan's")
+        vision["typical_images_per_prompt"] = spec.vision.images_per_prompt
+    if vision["typical_images_per_prompt"] == 0:
+        vision.pop("typical_images_per_prompt")
+        notes.append("the data's median prompt has no image: the typical batch is planned with the plan's images")
+    return {**spec.vision.model_dump(exclude_unset=True), **vision}
+
+
+def _sources(run: ResolvedRun, data: str, split: str, folder: Path) -> tuple[list[str], str, str]:
+    """(sources to read, split, how to name them) of ``data``."""
     if data != AUTO:
-        return [data], split, (None, None), data
+        return [data], split, data
     ref = run.data
     if ref is None:
         raise InputError("--data", "auto: the config names no training data (or is a spec); give a file, a dataset "
@@ -110,7 +172,8 @@ def _sources(run: ResolvedRun, data: str, split: str,
         else:
             raise InputError("--data", f"auto: {ref.key} names {source!r}, which is not here (relative paths are read "
                              f"from the current folder and {folder}); give --data PATH")
-    return sources, ref.split, (ref.prompt_field, ref.image_field), f"{ref.key}={','.join(ref.sources)}"
+    subset = f" ({ref.subset})" if ref.subset else ""
+    return sources, ref.split, f"{ref.key}={','.join(ref.sources)}{subset}"
 
 
 def _file_like(source: str) -> bool:
@@ -134,8 +197,8 @@ def _capped(lengths: dict[str, Any], limit: int, notes: list[str]) -> dict[str, 
     if longest is not None and longest < limit:
         out["data_max_prompt_tokens"] = longest
     elif longest is not None:
-        notes.append(f"the data holds prompts up to {longest} tokens, beyond the limit of {limit}: the framework "
-                     "truncates or drops them, so the limit stays the worst prompt")
+        notes.append(f"the data holds prompts up to {longest} tokens, at or beyond the limit of {limit}: the framework "
+                     "truncates or drops longer ones, so the limit stays the worst prompt")
     out["typical_prompt_tokens"] = min(out["typical_prompt_tokens"], limit)
     out["prompt_percentiles"] = {k: min(v, limit) for k, v in out["prompt_percentiles"].items()}
     return out

@@ -42,6 +42,10 @@ class DatasetStats:
     images_per_prompt: list[int] = field(default_factory=list)
     pixels: list[int] = field(default_factory=list)
     unreadable_images: int = 0
+    row_image_sizes: list[list[tuple[int, int]] | None] = field(default_factory=list)
+    """Per row, each image's (height, width) as stored; None where one of them is unreadable."""
+    templated: bool = False
+    """Every prompt was counted through the tokenizer's chat template (what a framework encodes)."""
 
 
 def percentile(values: Sequence[int], p: float) -> int:
@@ -73,11 +77,15 @@ def _text_of(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[[Any], int], str]:
-    """A counter of prompt tokens and a description of how it counts; ``chat``: a plain-text
-    prompt goes through the chat template as one user message, as the framework sends it."""
+def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[..., int], str]:
+    """A counter of prompt tokens ``count(value, chat=chat)`` and a description of how it counts;
+    ``chat``: a plain-text prompt goes through the chat template as one user message, as the
+    framework sends it. The counter's `templated` attribute says whether it has a template."""
     if tokenizer is None:
-        return (lambda value: math.ceil(len(_text_of(value)) / CHARS_PER_TOKEN)), f"characters / {CHARS_PER_TOKEN} (estimate)"
+        def estimate(value: Any, chat: bool = chat) -> int:
+            return math.ceil(len(_text_of(value)) / CHARS_PER_TOKEN)
+        estimate.templated = False  # type: ignore[attr-defined]
+        return estimate, f"characters / {CHARS_PER_TOKEN} (estimate)"
     try:
         from transformers import AutoTokenizer
     except ModuleNotFoundError:
@@ -88,14 +96,19 @@ def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[[
         first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
         raise InputError("--tokenizer", f"cannot load {tokenizer[:200]!r}: {first}") from None
 
-    def count(value: Any) -> int:
+    def count(value: Any, chat: bool = chat) -> int:
         if chat and isinstance(value, str) and tok.chat_template:
             value = [{"role": "user", "content": value}]
         if isinstance(value, list) and value and isinstance(value[0], dict) and tok.chat_template:
-            out = tok.apply_chat_template(value, add_generation_prompt=True, tokenize=True, return_dict=True)
+            try:
+                out = tok.apply_chat_template(value, add_generation_prompt=True, tokenize=True, return_dict=True)
+            except Exception as err:  # jinja2 TemplateError and friends: the template refuses these messages
+                first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+                raise InputError("chat template", f"{tokenizer}'s template refuses a prompt ({first})") from None
             return len(out["input_ids"])
         return len(tok(_text_of(value))["input_ids"])
 
+    count.templated = bool(tok.chat_template)  # type: ignore[attr-defined]
     return count, f"tokenizer {tokenizer}"
 
 
@@ -134,10 +147,13 @@ def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | Non
     if prompt_col is None:
         raise InputError("--prompt-field", f"no prompt column found; columns: {', '.join(map(str, rows[0]))}")
     count, how = token_counter(tokenizer, chat)
-    added = count(added_text) if added_text else 0
+    added = count(added_text, chat=False) if added_text else 0  # the text alone: the template is counted once
     if added:
         how += f", plus {added} tokens the framework adds to each prompt"
-    stats = DatasetStats(len(rows), truncated, prompt_col, how, [count(r.get(prompt_col)) + added for r in rows])
+    values = [r.get(prompt_col) for r in rows]
+    stats = DatasetStats(len(rows), truncated, prompt_col, how, [max(count(v) + added, 1) for v in values])
+    stats.templated = getattr(count, "templated", False) and all(
+        chat and isinstance(v, str) or isinstance(v, list) and v and isinstance(v[0], dict) for v in values)
     image_col = _pick(rows, image_field, IMAGE_FIELDS, "image")
     if image_col is None:
         return stats
@@ -145,14 +161,18 @@ def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | Non
     for row in rows:
         items = _images(row.get(image_col))
         stats.images_per_prompt.append(len(items))
+        sizes: list[tuple[int, int]] | None = []
         for item in items:
             size = _image_size(item, base)
             if size is None:
                 stats.unreadable_images += 1
+                sizes = None
                 continue
             width, height = size
+            sizes = None if sizes is None else [*sizes, (height, width)]
             h, w = smart_resize(height, width, min_pixels=min_pixels, max_pixels=max_pixels)
             stats.pixels.append(h * w)
+        stats.row_image_sizes.append(sizes)
     return stats
 
 

@@ -93,7 +93,11 @@ def _folder_rows(path: Path, split: str) -> Iterator[dict[str, Any]]:
             loaded = _datasets().load_from_disk(str(path))
         except Exception as err:  # a damaged saved dataset: one line
             raise InputError(FIELD, f"{path} is not a readable saved dataset ({_first_line(err)})") from None
-        yield from loaded[split] if hasattr(loaded, "keys") and split in loaded else loaded
+        if hasattr(loaded, "keys"):  # a DatasetDict: one of its splits
+            if split not in loaded:
+                raise InputError(FIELD, f"{path} has no split {split!r}; allowed: {', '.join(map(str, loaded.keys()))}")
+            loaded = loaded[split]
+        yield from loaded
         return
     for suffixes in (TABLE_SUFFIXES, JSON_SUFFIXES):
         files = sorted(p for p in path.rglob("*") if p.suffix in suffixes and p.is_file())
@@ -107,8 +111,11 @@ def _folder_rows(path: Path, split: str) -> Iterator[dict[str, Any]]:
     raise InputError(FIELD, f"{path} holds no .jsonl/.json/.parquet/.arrow files and no saved dataset")
 
 
-def iter_rows(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
-    """Rows of ``source``: a file, a folder, or a Hub dataset id in the local cache."""
+def iter_rows(source: str, split: str = "train", subset: str | None = None) -> Iterator[dict[str, Any]]:
+    """Rows of ``source``: a file, a folder, or a Hub dataset id (its ``subset``, datasets'
+    config name) in the local cache, read offline."""
+    if not source.strip():
+        raise InputError(FIELD, "empty; allowed: a .jsonl/.json/.parquet/.arrow file, a dataset folder or a cached Hub dataset id")
     path = SP.checked_path(source, FIELD)
     if SP.is_dir(path):
         yield from _folder_rows(path, split)
@@ -124,16 +131,33 @@ def iter_rows(source: str, split: str = "train") -> Iterator[dict[str, Any]]:
     else:
         datasets = _datasets()
         try:
-            yield from datasets.load_dataset(source, split=split)
+            with _offline(datasets):
+                loaded = datasets.load_dataset(source, name=subset, split=split)
         except Exception as err:  # datasets raises many kinds; one line with the first of its message
-            raise InputError(FIELD, f"{source!r} is not a local file or folder, and datasets could not load it "
-                             f"({_first_line(err)})") from None
+            raise InputError(FIELD, f"{source!r}{f' ({subset})' if subset else ''} is not a local file or folder, and "
+                             f"datasets could not load it from the local cache ({_first_line(err)})") from None
+        yield from loaded
 
 
-def read_rows(source: str, limit: int, split: str = "train") -> tuple[list[dict[str, Any]], bool]:
+@contextlib.contextmanager
+def _offline(datasets: Any) -> Iterator[None]:
+    """datasets' and huggingface_hub's offline switches on for one load: a Hub id is read from
+    the local cache, never downloaded (datasets reads `config.HF_HUB_OFFLINE` when it resolves
+    a dataset, huggingface_hub `constants.HF_HUB_OFFLINE`)."""
+    from huggingface_hub import constants
+
+    saved = datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE
+    datasets.config.HF_HUB_OFFLINE = constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = saved
+
+
+def read_rows(source: str, limit: int, split: str = "train", subset: str | None = None) -> tuple[list[dict[str, Any]], bool]:
     """The first ``limit`` rows and whether more were left unread."""
     rows: list[dict[str, Any]] = []
-    for row in iter_rows(source, split):
+    for row in iter_rows(source, split, subset):
         if len(rows) == limit:
             return rows, True
         rows.append(dict(row))

@@ -69,15 +69,19 @@ def _data(v: dict[str, Any], folder: Path) -> DataRef | None:
     if not isinstance(files, str):
         return None
     source, _, split = files.partition("@")
-    added = ""
+    added, missing = "", ""
     template = v.get("data.format_prompt")
     if isinstance(template, str) and template:
-        file = Path(template).expanduser()  # relative to where EasyR1 runs (the repository root), else the config's folder
-        file = file if file.is_absolute() or SP.exists(file) else folder / file
-        if SP.exists(file) and file.is_file():  # its text less the placeholders ({{ content | trim }})
+        # relative to where EasyR1 runs (the repository root): here, else the config's folder or one above it
+        named = Path(template).expanduser()
+        candidates = [named] if named.is_absolute() else [named, *(f / named for f in (folder, *list(folder.parents)[:3]))]
+        file = next((f for f in candidates if SP.exists(f) and f.is_file()), None)
+        if file is None:
+            missing = f"data.format_prompt={template}"
+        else:  # its text less the placeholders ({{ content | trim }})
             added = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", "", C.read_text(file)).strip()
     return N.data_ref("data.train_files", source, split=split or "train", prompt_field=v.get("data.prompt_key"),
-                      image_field=v.get("data.image_key"), chat=True, added_text=added)
+                      image_field=v.get("data.image_key"), chat=True, added_text=added, missing=missing)
 
 
 MAIN = ("verl.trainer.main",)

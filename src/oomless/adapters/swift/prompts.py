@@ -104,11 +104,14 @@ def data_ref(f: FlagReader, read: Callable[[str], str]) -> DataRef | None:
     if not values:
         return None
     sources = [re.sub(r"#\d+$", "", v) for v in values]
-    sources = [s.split(":")[0] if not (s.startswith((".", "/", "~")) or "." in Path(s).name) else s for s in sources]
-    system = " ".join(f.peek("system") or [])
+    local = [s.startswith((".", "/", "~")) or "." in Path(s).name for s in sources]
+    subsets = {s.split(":", 1)[1] for s, is_path in zip(sources, local) if not is_path and ":" in s}
+    sources = [s if is_path else s.split(":", 1)[0] for s, is_path in zip(sources, local)]
+    system, missing = " ".join(f.peek("system") or []), ""
     if system and system.endswith(".txt"):
         try:
             system = read(system)
         except InputError:
-            system = ""
-    return N.data_ref("--dataset", sources, chat=True, added_text=system)
+            system, missing = "", f"--system {system}"
+    return N.data_ref("--dataset", sources, chat=True, added_text=system, missing=missing,
+                      subset=subsets.pop() if len(subsets) == 1 else None)

@@ -76,6 +76,9 @@ def data_ref(config: Mapping[str, Any], script: str) -> DataRef | None:
     through the chat template with the system prompt's tokens on each."""
     open_r1 = "open_r1" in script or "dataset_prompt_column" in config or "system_prompt" in config
     system = config.get("system_prompt")
+    if config.get("datasets"):  # a dataset mixture (TRL's DatasetMixtureConfig) wins over dataset_name: not read
+        return None
     return N.data_ref("dataset_name", config.get("dataset_name"), split=str(config.get("dataset_train_split") or "train"),
+                      subset=config.get("dataset_config"),
                       prompt_field=config.get("dataset_prompt_column") or "prompt",  # open-r1 configs.py default too
                       chat=open_r1, added_text=system if isinstance(system, str) else "")
