@@ -199,13 +199,21 @@ def sayable(framework: str, path: Path, text: str, old_spec: Any) -> Callable[[A
 
     module = writer(framework)
     try:
-        dialect, _, _ = _read_as(module, path, text, old_spec)
+        dialect, f, _ = _read_as(module, path, text, old_spec)
         _, old_found = settings(module, old_spec, dialect)
     except InputError:
         return None
     known = {field for field, _ in old_found}
+    fixed = getattr(f.special, "FIXED", ())  # what a writer's own file kind cannot change (trl/slurm_patch.py)
+
+    def attr(spec: Any, dotted: str) -> Any:
+        for name in dotted.split("."):
+            spec = getattr(spec, name)
+        return spec
 
     def check(spec: Any) -> bool:
+        if any(attr(spec, name) != attr(old_spec, name) for name in fixed):
+            return False
         try:
             _, found = settings(module, spec, dialect, fallback=old_spec)
         except InputError:

@@ -57,6 +57,11 @@ class JobFile:
     recipe YAML) and the text with new OPTIONAL_ARGS."""
 
     STYLE = STYLE
+    FIXED = ("rollout.engine", "rollout.tensor_parallel_size", "rollout.num_gpus", "distribution.strategy",
+             "distribution.offload_params", "distribution.offload_optimizer", "hardware.gpus_per_node",
+             "hardware.num_nodes")
+    """Spec fields only the sbatch arguments, the accelerate config or the script set (--tp/--dp,
+    --accelerator, --nodes, GPUS_PER_NODE): fit keeps them as the job has them."""
 
     def __init__(self, path: Path, text: str) -> None:
         self.path, self.text = path, text
