@@ -31,6 +31,9 @@ def check(framework: str, original: Path, written: Path, cwd: Path, hardware: li
         return "not installed", "trl"
     if _commands(original)[2] == "PPOConfig":
         return "not installed", "TRL's PPO scripts parse with PPOConfig, which trl 1.16 no longer has"
+    read_as, installed = _releases(original)
+    if read_as != installed:  # the patch writes the keys of the release the file runs with
+        return "not installed", f"the file runs with trl {'.'.join(map(str, read_as))}; trl {'.'.join(map(str, installed))} is installed"
     before = _parse_trl(original, cwd, _world_size(original, cwd, hardware))
     after = _parse_trl(written, cwd, _world_size(written, cwd, hardware))
     if isinstance(before, str):
@@ -52,12 +55,42 @@ def _commands(path: Path) -> tuple[list[str], list[str] | None, str]:
     if path.suffix in (".yaml", ".yml"):
         return ["--config", str(path)], None, "GRPOConfig"
     commands = parse_shell(text, str(path))
+    job = _sbatch_args(commands, path)
+    if job is not None:  # open-r1's sbatch job: the training command slurm/train.slurm runs
+        return job, None, "GRPOConfig"
     main = next(c for c in commands if L._is_main(c))
     server = next((c for c in commands if c.argv[:2] == ("trl", "vllm-serve")), None)
     script = next((Path(w).name.lower() for w in main.argv if w.endswith(".py")), "")
     kind = "RLOOConfig" if "rloo" in script else "PPOConfig" if script.startswith("ppo") else "GRPOConfig"
     _, script_args = L._split(main)
     return list(script_args), None if server is None else list(server.argv[2:]), kind
+
+
+def _releases(path: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(the TRL release oomless reads and patches the file as, the installed one), major.minor."""
+    import trl
+
+    from oomless.adapters.common import parse_version
+    from oomless.adapters.trl.writer import file_dialect
+
+    read_as = file_dialect(path.read_text(encoding="utf-8"), str(path))
+    return tuple(read_as[:2]), tuple(parse_version("trl", trl.__version__)[:2])
+
+
+def _sbatch_args(commands: list[Any], path: Path) -> list[str] | None:
+    """`--config RECIPE OPTIONAL_ARGS` of an open-r1 `sbatch slurm/train.slurm` job (the
+    script's `src/open_r1/$TASK.py --config $CONFIG_FILE $OPTIONAL_ARGS`), or None."""
+    import shlex
+
+    from oomless.adapters.trl import slurm as S
+
+    cmd = S.sbatch_command(commands)
+    if cmd is None:
+        return None
+    from oomless.adapters.common import read_text
+
+    job = S.parse_job(cmd, lambda name: read_text(path.parent / name), [])  # InputError when absent: layout from the args
+    return ["--config", job.path(f"recipes/{job.model}/{job.task}/config_{job.suffix}.yaml"), *shlex.split(job.optional_args)]
 
 
 def _world_size(path: Path, cwd: Path, hardware: list[str]) -> int:
