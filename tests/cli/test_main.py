@@ -27,6 +27,9 @@ EXPECTED_SURFACE = {
         ("html", ("--html",), "option", False, None),
         ("png", ("--png",), "option", False, None),
         ("explain", ("--explain",), "option", False, False),
+        ("data", ("--data",), "option", False, None),
+        ("data_split", ("--data-split",), "option", False, "train"),
+        ("tokenizer", ("--tokenizer",), "option", False, None),
     ],
     "explain": [
         ("spec", ("spec",), "argument", True, None),
