@@ -70,6 +70,9 @@ EXPECTED_SURFACE = {
         ("overwrite", ("--overwrite",), "option", False, False),
         ("export", ("--export",), "option", False, None),
         ("as_json", ("--json",), "option", False, False),
+        ("data", ("--data",), "option", False, None),
+        ("data_split", ("--data-split",), "option", False, "train"),
+        ("tokenizer", ("--tokenizer",), "option", False, None),
     ],
     "export": [
         ("spec", ("spec",), "argument", True, None),

@@ -36,7 +36,9 @@ def _fits(run: Any, margin: Any) -> bool:
     from ..fit.probe import slack_vector
     from ..planner.plan import make_plan
 
-    return min(slack_vector(make_plan(run.spec, run.arch, run.gpu, run.archs), margin)) >= 0
+    from ..spec.lengths import data_capped
+
+    return min(slack_vector(make_plan(data_capped(run.spec), run.arch, run.gpu, run.archs), margin)) >= 0
 
 
 def native_limits(framework: str, source: Path, run: Any) -> dict[str, Any]:
@@ -117,14 +119,16 @@ def native_outcome(framework: str, source: Path, run: Any, choices: list[Any], h
     for path, body in files.items():
         path.write_text(body, encoding="utf-8")
         out.written.append(path)
-    out.read_back = _plan_back(framework, folder / source.name, hardware, margin)
+    out.read_back = _plan_back(framework, folder / source.name, hardware, margin, run.spec)
     return out
 
 
-def _plan_back(framework: str, path: Path, hardware: Any, margin: Any) -> str:
-    """What `oomless plan --from` makes of the written file, with fit's margin."""
+def _plan_back(framework: str, path: Path, hardware: Any, margin: Any, data_of: Any = None) -> str:
+    """What `oomless plan --from` makes of the written file, with fit's margin (and, after
+    `--data`, the data's distribution from ``data_of``: no file says it)."""
     from ..fit.probe import slack_vector
     from ..planner.plan import make_plan
+    from ..spec.lengths import data_capped, with_data_fields
     from ..units import format_bytes
     from .import_cmd import load_native
 
@@ -132,8 +136,10 @@ def _plan_back(framework: str, path: Path, hardware: Any, margin: Any) -> str:
         run, _ = load_native(path, framework, hardware)
     except InputError as err:
         return f"`oomless plan --from {framework} {path}` cannot read it: {err.field}: {err.message}"
-    plan = make_plan(run.spec, run.arch, run.gpu, run.archs)
+    spec = with_data_fields(run.spec, data_of) if data_of is not None else run.spec
+    plan = make_plan(data_capped(spec), run.arch, run.gpu, run.archs)
     slack = min(slack_vector(plan, margin))
     verdict = "fits" if slack >= 0 else "does NOT fit"
-    return (f"`oomless plan --from {framework} {path}` reads it back: {verdict} with the margin "
+    data = " --data ..." if spec.lengths.data_max_prompt_tokens else ""
+    return (f"`oomless plan --from {framework} {path}{data}` reads it back: {verdict} with the margin "
             f"(tightest constraint {format_bytes(max(slack, 0)) if slack >= 0 else 'short by ' + format_bytes(-slack)})")

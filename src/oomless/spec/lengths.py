@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -88,3 +88,32 @@ class Lengths(Frozen):
     @property
     def typical_completion(self) -> int:
         return self.typical_completion_tokens or self.max_completion_tokens
+
+
+DATA_FIELDS = {"lengths": ("typical_prompt_tokens", "prompt_percentiles", "data_max_prompt_tokens",
+                           "typical_completion_tokens", "completion_percentiles", "completion_clip_fraction"),
+               "vision": ("typical_pixels", "pixels_percentiles", "typical_images_per_prompt")}
+"""Spec fields of the data's distribution (`oomless stats`, `--data`), not of the run's configuration:
+no framework file states them."""
+
+
+def data_capped(spec: Any) -> Any:
+    """``spec`` with the prompt limit lowered to the data's longest prompt where that is shorter:
+    the worst batch the run's data can form (`oomless fit` sizes configurations by it; `plan`
+    reports the limits' worst case beside its verdict)."""
+    ln = spec.lengths
+    if ln.data_max_prompt_tokens is None or ln.data_max_prompt_tokens >= ln.max_prompt_tokens:
+        return spec
+    capped = ln.model_copy(update={"max_prompt_tokens": ln.data_max_prompt_tokens, "data_max_prompt_tokens": None})
+    return spec.model_copy(update={"lengths": capped})
+
+
+def with_data_fields(spec: Any, source: Any) -> Any:
+    """``spec`` (read back from a framework file) with ``source``'s data fields where it has none."""
+    update = {}
+    for section, names in DATA_FIELDS.items():
+        mine, theirs = getattr(spec, section), getattr(source, section)
+        values = {n: getattr(theirs, n) for n in names if getattr(mine, n) is None and getattr(theirs, n) is not None}
+        if values:
+            update[section] = mine.model_copy(update=values)
+    return spec.model_copy(update=update) if update else spec

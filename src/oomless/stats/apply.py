@@ -94,6 +94,15 @@ def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str 
     return dataclasses.replace(run, spec=new), notes
 
 
+def with_data_raw(run: ResolvedRun, raw: dict[str, Any], data: str, split: str = "train", tokenizer: str | None = None,
+                  config_folder: Path = Path(".")) -> tuple[ResolvedRun, dict[str, Any], list[str]]:
+    """`with_data`, and the spec mapping `fit` builds its candidates from (`fit.search.spec_data`)
+    given the same lengths and vision sections."""
+    new, notes = with_data(run, data, split, tokenizer, config_folder=config_folder)
+    sections = {name: getattr(new.spec, name).model_dump(mode="json", exclude_unset=True) for name in ("lengths", "vision")}
+    return new, {**raw, **sections}, notes
+
+
 def _fields(ref: DataRef | None, row: dict[str, Any], notes: list[str]) -> tuple[str | None, str | None]:
     """The framework's prompt and image columns (its config's, else the usual names), the
     config's prompt column replaced by a guess, with a note, where the data lacks it."""

@@ -287,6 +287,7 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
     from .. import import_native
     from ...errors import InputError
     from ...planner.roles import placement_groups
+    from ...spec.lengths import with_data_fields
     from ...spec.load import parse_spec, resolve
 
     with tempfile.TemporaryDirectory(prefix="oomless-patch-") as tmp:
@@ -301,8 +302,8 @@ def read_back_run(patch: Patch, hardware: Any, new_spec: Any, arch: Any) -> tupl
             link.write_text(text, encoding="utf-8")
         target = Path(tmp) / patch.source.name
         target.write_text(patch.patched, encoding="utf-8")
-        try:
-            got = parse_spec(import_native(patch.framework, target, hardware).spec)
+        try:  # the data's distribution (`--data`) is no file's: it comes back from the wanted spec
+            got = with_data_fields(parse_spec(import_native(patch.framework, target, hardware).spec), new_spec)
             run = resolve(got, patch.source.resolve().parent)
         except InputError as err:
             return ((err.field, f"the patched file does not read back: {err.message}"),), None
