@@ -1,5 +1,5 @@
 """`oomless fit --data` (issue 14): configurations are sized by the worst batch the run's data can
-form (`spec.lengths.data_capped`), not by a prompt limit the data never reaches; the written file
+form (`planner.data_bound.data_capped`), not by a prompt limit the data never reaches; the written file
 reads back as fitting with the same data, and without a data bound nothing changes."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from oomless.cli.main import app
-from oomless.spec.lengths import Lengths, data_capped, with_data_fields
+from oomless.planner.data_bound import data_capped
+from oomless.spec.lengths import Lengths, with_data_fields
 from oomless.spec.load import load_run
 
 RUNNER = CliRunner()
@@ -70,10 +71,11 @@ def test_data_capped_lowers_only_a_limit_the_data_is_below(tmp_path: Path) -> No
     spec.write_text("model: Qwen/Qwen2.5-1.5B-Instruct\nhardware: {gpu: A100-80GB, gpus_per_node: 1}\n"
                     "lengths: {max_prompt_tokens: 4096, max_completion_tokens: 512}\n", encoding="utf-8")
     run = load_run(spec)
-    assert data_capped(run.spec) is run.spec  # no data bound
+    assert data_capped(run.spec, run.arch) is run.spec  # no data bound
     bounded = run.spec.model_copy(update={"lengths": Lengths(max_prompt_tokens=4096, max_completion_tokens=512,
                                                              typical_prompt_tokens=100, data_max_prompt_tokens=700)})
-    assert data_capped(bounded).lengths.max_prompt_tokens == 700
-    assert data_capped(bounded).lengths.data_max_prompt_tokens is None
+    capped = data_capped(bounded, run.arch)
+    assert capped.lengths.max_prompt_tokens == 700 and capped.lengths.data_max_prompt_tokens is None
+    assert capped.rollout.max_model_len == 4096 + 512  # the engine keeps the configured limits' length
     back = with_data_fields(run.spec, bounded)  # a file read back gets the data's figures, nothing else
     assert back.lengths.data_max_prompt_tokens == 700 and back.lengths.max_prompt_tokens == 4096

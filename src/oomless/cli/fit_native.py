@@ -36,9 +36,9 @@ def _fits(run: Any, margin: Any) -> bool:
     from ..fit.probe import slack_vector
     from ..planner.plan import make_plan
 
-    from ..spec.lengths import data_capped
+    from ..planner.data_bound import data_capped
 
-    return min(slack_vector(make_plan(data_capped(run.spec), run.arch, run.gpu, run.archs), margin)) >= 0
+    return min(slack_vector(make_plan(data_capped(run.spec, run.arch), run.arch, run.gpu, run.archs), margin)) >= 0
 
 
 def native_limits(framework: str, source: Path, run: Any) -> dict[str, Any]:
@@ -128,7 +128,8 @@ def _plan_back(framework: str, path: Path, hardware: Any, margin: Any, data_of: 
     `--data`, the data's distribution from ``data_of``: no file says it)."""
     from ..fit.probe import slack_vector
     from ..planner.plan import make_plan
-    from ..spec.lengths import data_capped, with_data_fields
+    from ..planner.data_bound import data_capped
+    from ..spec.lengths import with_data_fields
     from ..units import format_bytes
     from .import_cmd import load_native
 
@@ -137,7 +138,7 @@ def _plan_back(framework: str, path: Path, hardware: Any, margin: Any, data_of: 
     except InputError as err:
         return f"`oomless plan --from {framework} {path}` cannot read it: {err.field}: {err.message}"
     spec = with_data_fields(run.spec, data_of) if data_of is not None else run.spec
-    plan = make_plan(data_capped(spec), run.arch, run.gpu, run.archs)
+    plan = make_plan(data_capped(spec, run.arch), run.arch, run.gpu, run.archs)
     slack = min(slack_vector(plan, margin))
     verdict = "fits" if slack >= 0 else "does NOT fit"
     data = " --data ..." if spec.lengths.data_max_prompt_tokens else ""

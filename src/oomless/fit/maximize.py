@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from ..errors import InputError
 from ..planner.plan import Plan, make_plan
-from ..spec.lengths import data_capped
+from ..planner.data_bound import data_capped
 from ..spec.load import ResolvedRun, parse_spec
 from ..spec.run import RunSpec
 from .overrides import value_at
@@ -108,7 +108,7 @@ class _Probe:
     def held_fits(self, value: int | float) -> bool:
         if value not in self.plans:
             at = self.spec_at(value)
-            self.plans[value] = None if at is None else make_plan(data_capped(at[1]), self.run.arch, self.run.gpu, self.run.archs)
+            self.plans[value] = None if at is None else make_plan(data_capped(at[1], self.run.arch), self.run.arch, self.run.gpu, self.run.archs)
         plan = self.plans[value]
         return plan is not None and plan.fits and min(slack_vector(plan, self.options.effective_margin)) >= 0
 

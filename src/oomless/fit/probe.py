@@ -30,7 +30,7 @@ from ..perf import step as S
 from ..perf.hardware import GpuPerf
 from ..planner.plan import Constraint, Plan, make_plan
 from ..planner.roles import Group, placement_groups
-from ..spec.lengths import data_capped
+from ..planner.data_bound import data_capped
 from ..spec.run import Role, RunSpec
 from .overrides import Overrides, apply
 from .space import Factor
@@ -71,8 +71,8 @@ class Context:
 
     def plan(self, spec: RunSpec) -> Plan:
         """The plan fit judges a configuration by: the worst batch the run's data can form
-        (`spec.lengths.data_capped`: the limits' worst where the data says nothing)."""
-        return make_plan(data_capped(spec), self.arch, self.gpu, self.archs)
+        (`planner.data_bound`: the limits' worst where the data says nothing)."""
+        return make_plan(data_capped(spec, self.arch), self.arch, self.gpu, self.archs)
 
 
 def constraint_keys(plan: Plan) -> tuple[tuple[str, str, str, str], ...]:

@@ -97,17 +97,6 @@ DATA_FIELDS = {"lengths": ("typical_prompt_tokens", "prompt_percentiles", "data_
 no framework file states them."""
 
 
-def data_capped(spec: Any) -> Any:
-    """``spec`` with the prompt limit lowered to the data's longest prompt where that is shorter:
-    the worst batch the run's data can form (`oomless fit` sizes configurations by it; `plan`
-    reports the limits' worst case beside its verdict)."""
-    ln = spec.lengths
-    if ln.data_max_prompt_tokens is None or ln.data_max_prompt_tokens >= ln.max_prompt_tokens:
-        return spec
-    capped = ln.model_copy(update={"max_prompt_tokens": ln.data_max_prompt_tokens, "data_max_prompt_tokens": None})
-    return spec.model_copy(update={"lengths": capped})
-
-
 def with_data_fields(spec: Any, source: Any) -> Any:
     """``spec`` (read back from a framework file) with ``source``'s data fields where it has none."""
     update = {}
