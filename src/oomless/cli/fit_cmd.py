@@ -62,7 +62,7 @@ def fit_command(
     as_json: bool = typer.Option(False, "--json", help="Print the result as a JSON document."),
     data: str = typer.Option(
         None, "--data", help="The run's dataset (as `oomless plan --data`; `auto`: the one the --from config names): "
-        "configurations are judged on the batches it holds, beside the worst the limits allow."),
+        "configurations are sized by the worst batch it can form, not by limits it never reaches."),
     data_split: str = typer.Option("train", "--data-split", help="Split of --data (a dataset folder or Hub id)."),
     tokenizer: str = typer.Option(None, "--tokenizer", help="Tokenizer for --data. Default: the model's, if cached."),
 ) -> None:
