@@ -150,3 +150,24 @@ def test_trl_open_r1_recipe_is_a_chat_with_its_system_prompt(tmp_path: Path) -> 
     ref = import_native("trl", plain, HardwareFlags(gpu="H100-80GB")).data
     assert ref.prompt_field == "prompt" and not ref.chat and ref.split == "train[:10%]"
 
+
+def test_a_config_chat_template_is_the_one_counted(tmp_path: Path) -> None:
+    """open-r1 recipes may set `chat_template` (the DeepSeek-R1 distills override theirs): the data
+    is counted through it, not through the tokenizer's own."""
+    from oomless.train.tiny import build_tokenizer
+
+    build_tokenizer().save_pretrained(tmp_path / "tok")
+    _rows(tmp_path / "train.jsonl", "problem", ["two plus two"] * 5)
+    long_template = "{% for m in messages %}" + "preamble " * 50 + "{{ m['content'] }}{% endfor %}"
+    counts = {}
+    for name, extra in (("own", ""), ("override", f"chat_template: \"{long_template}\"\n")):
+        recipe = tmp_path / f"{name}.yaml"
+        recipe.write_text("model_name_or_path: Qwen/Qwen2.5-1.5B-Instruct\ndataset_name: x/y\ndataset_prompt_column: problem\n"
+                          "system_prompt: Be brief.\nnum_generations: 2\nper_device_train_batch_size: 2\n" + extra,
+                          encoding="utf-8")
+        result = RUNNER.invoke(app, ["plan", "--from", "trl", str(recipe), "--gpu", "H100-80GB",
+                                     "--data", str(tmp_path / "train.jsonl"), "--tokenizer", str(tmp_path / "tok")])
+        counts[name] = int(result.stderr.split("longest ")[1].split(" tokens")[0])
+        assert ("with the config's chat template" in result.stderr) == (name == "override")
+    assert counts["override"] > counts["own"] + 40
+

@@ -25,6 +25,9 @@ class DataRef:
     added_text: str = ""
     """Text the framework adds to every prompt (a system prompt, EasyR1's `format_prompt` template
     without its placeholders): its tokens are added to each prompt's count."""
+    chat_template: str | None = None
+    """The chat template the config sets in place of the tokenizer's (open-r1 `chat_template`, verl
+    `actor_rollout_ref.model.custom_chat_template`)."""
     missing: str = ""
     """A file the framework reads to build every prompt that is not readable here (EasyR1
     `data.format_prompt`, ms-swift `--system FILE`): the data then gives no bound."""

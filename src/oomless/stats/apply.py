@@ -76,7 +76,8 @@ def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str 
     stats = measure(rows, truncated, tokenizer=tokenizer, prompt_field=prompt_field, image_field=image_field,
                     min_pixels=spec.vision.min_pixels or C.QWEN_VL_MIN_PIXELS,
                     max_pixels=spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS, base=base,
-                    chat=ref.chat if ref else False, added_text=ref.added_text if ref else "")
+                    chat=ref.chat if ref else False, added_text=ref.added_text if ref else "",
+                    template=ref.chat_template if ref else None)
     bound = _with_image_tokens(run, stats, notes) and _bound_is_sound(ref, stats, notes)
     fragment = spec_fragment(stats)
     if not bound:

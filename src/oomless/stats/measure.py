@@ -77,10 +77,11 @@ def _text_of(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[..., int], str]:
+def token_counter(tokenizer: str | None, chat: bool = False, template: str | None = None) -> tuple[Callable[..., int], str]:
     """A counter of prompt tokens ``count(value, chat=chat)`` and a description of how it counts;
     ``chat``: a plain-text prompt goes through the chat template as one user message, as the
-    framework sends it. The counter's `templated` attribute says whether it has a template."""
+    framework sends it; ``template``: the chat template the framework sets in place of the
+    tokenizer's. The counter's `templated` attribute says whether it has a template."""
     if tokenizer is None:
         def estimate(value: Any, chat: bool = chat) -> int:
             return math.ceil(len(_text_of(value)) / CHARS_PER_TOKEN)
@@ -96,6 +97,12 @@ def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[.
         first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
         raise InputError("--tokenizer", f"cannot load {tokenizer[:200]!r}: {first}") from None
 
+    if template is not None:
+        tok.chat_template = template
+        how = f"tokenizer {tokenizer} with the config's chat template"
+    else:
+        how = f"tokenizer {tokenizer}"
+
     def count(value: Any, chat: bool = chat) -> int:
         if chat and isinstance(value, str) and tok.chat_template:
             value = [{"role": "user", "content": value}]
@@ -109,7 +116,7 @@ def token_counter(tokenizer: str | None, chat: bool = False) -> tuple[Callable[.
         return len(tok(_text_of(value))["input_ids"])
 
     count.templated = bool(tok.chat_template)  # type: ignore[attr-defined]
-    return count, f"tokenizer {tokenizer}"
+    return count, how
 
 
 def _image_size(item: Any, base: Path) -> tuple[int, int] | None:
@@ -140,13 +147,13 @@ def _images(value: Any) -> list[Any]:
 
 def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | None = None, prompt_field: str | None = None,
             image_field: str | None = None, min_pixels: int = C.QWEN_VL_MIN_PIXELS, max_pixels: int = C.QWEN_VL_MAX_PIXELS,
-            base: Path = Path("."), chat: bool = False, added_text: str = "") -> DatasetStats:
+            base: Path = Path("."), chat: bool = False, added_text: str = "", template: str | None = None) -> DatasetStats:
     """Prompt tokens per row (``added_text``'s tokens on each: what the framework adds to every
     prompt), images per row and each image's area after the processor's resize."""
     prompt_col = _pick(rows, prompt_field, PROMPT_FIELDS, "prompt")
     if prompt_col is None:
         raise InputError("--prompt-field", f"no prompt column found; columns: {', '.join(map(str, rows[0]))}")
-    count, how = token_counter(tokenizer, chat)
+    count, how = token_counter(tokenizer, chat, template)
     added = count(added_text, chat=False) if added_text else 0  # the text alone: the template is counted once
     if added:
         how += f", plus {added} tokens the framework adds to each prompt"

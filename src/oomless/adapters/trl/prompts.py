@@ -79,6 +79,6 @@ def data_ref(config: Mapping[str, Any], script: str) -> DataRef | None:
     if config.get("datasets"):  # a dataset mixture (TRL's DatasetMixtureConfig) wins over dataset_name: not read
         return None
     return N.data_ref("dataset_name", config.get("dataset_name"), split=str(config.get("dataset_train_split") or "train"),
-                      subset=config.get("dataset_config"),
+                      subset=config.get("dataset_config"), chat_template=config.get("chat_template"),
                       prompt_field=config.get("dataset_prompt_column") or "prompt",  # open-r1 configs.py default too
                       chat=open_r1, added_text=system if isinstance(system, str) else "")

@@ -78,7 +78,8 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     # verl's RLHFDataset (verl/utils/dataset/rl_dataset.py) reads the parquet files' prompt_key
     # column of chat messages and applies the chat template
     data = N.data_ref("data.train_files", values.get("data.train_files"), prompt_field=values.get("data.prompt_key"),
-                      image_field=values.get("data.image_key"), chat=True)
+                      image_field=values.get("data.image_key"), chat=True,
+                      chat_template=values.get(f"{M}.custom_chat_template"))
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=data)
 
 
