@@ -165,3 +165,12 @@ def test_image_tokens_count_where_the_limit_counts_them(tmp_path: Path, tokenize
     image_tokens = (3000 // 28) * (3000 // 28)  # smart_resize keeps 3000 × 3000 within max_pixels: (H/28)(W/28)
     assert longest >= image_tokens, result.stderr
 
+
+def test_data_errors_name_the_option_given(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"answer": 4}) + "\n", encoding="utf-8")
+    code, _, err = _plan(tmp_path, 1000, "--data", str(bad))
+    assert code == 2 and "error: --data (prompt column): no prompt column found; columns: answer" in err
+    code, _, err = _plan(tmp_path, 1000, "--data", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and "error: --data: no such file or folder" in err
+

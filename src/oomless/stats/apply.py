@@ -54,8 +54,23 @@ def model_tokenizer(spec: RunSpec) -> str | None:
     return None
 
 
+RENAMED = {"DATA": "--data", "--prompt-field": "--data (prompt column)", "--image-field": "--data (image column)"}
+"""`oomless stats`' field names in its errors, as `plan/fit --data` users know them."""
+
+
 def with_data(run: ResolvedRun, data: str, split: str = "train", tokenizer: str | None = None,
               limit: int = DEFAULT_LIMIT, config_folder: Path = Path(".")) -> tuple[ResolvedRun, list[str]]:
+    """`_with_data`, its errors named by the options the user gave."""
+    try:
+        return _with_data(run, data, split, tokenizer, limit, config_folder)
+    except InputError as err:
+        if err.field in RENAMED:
+            raise InputError(RENAMED[err.field], err.message) from None
+        raise
+
+
+def _with_data(run: ResolvedRun, data: str, split: str, tokenizer: str | None, limit: int,
+               config_folder: Path) -> tuple[ResolvedRun, list[str]]:
     """The run with ``data``'s prompt lengths (and image sizes, for a model that takes images) in
     its spec, and one note per thing the reader should know about them. ``data`` "auto" is the
     data the framework config names (`ResolvedRun.data`), its paths from ``config_folder``."""
