@@ -174,3 +174,16 @@ def test_data_errors_name_the_option_given(tmp_path: Path) -> None:
     code, _, err = _plan(tmp_path, 1000, "--data", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "error: --data: no such file or folder" in err
 
+
+def test_sharegpt_turns_and_reference_answers(tmp_path: Path, tokenizer: Path) -> None:
+    """ShareGPT `from`/`value` turns are chat turns; a trailing assistant turn is the reference
+    answer of an RL prompt set, not prompt."""
+    from oomless.stats.measure import measure
+
+    long_answer = "answer " * 400
+    rows = [{"conversations": [{"from": "human", "value": "<image>Where is the cat?"}, {"from": "gpt", "value": long_answer}]}]
+    stats = measure(rows, False, tokenizer=str(tokenizer))
+    assert stats.prompt_field == "conversations" and stats.templated
+    alone = measure([{"messages": [{"role": "user", "content": "<image>Where is the cat?"}]}], False, tokenizer=str(tokenizer))
+    assert stats.prompt_tokens == alone.prompt_tokens
+

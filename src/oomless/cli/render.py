@@ -106,7 +106,11 @@ def render_plan(plan: Plan, console: Console | None = None) -> None:
     if plan.worst_fits:
         _print_verdict(out, "FITS", "bold green", V.headline(plan))
         return
-    if plan.verdict == "fits_typical":
+    if plan.verdict == "fits_typical" and plan.risk is not None and plan.risk.per_step == 0:
+        _print_verdict(out, "FITS ON ITS DATA", "bold green",
+                       f"on a typical batch, {V.headline(plan.typical)}. The worst batch the limits allow does not fit:")
+        _print_bullet(out, _risk_line(plan).strip())
+    elif plan.verdict == "fits_typical":
         _print_verdict(out, "FITS ON TYPICAL BATCHES", "bold yellow",
                        f"on a typical batch, {V.headline(plan.typical)}. The worst batch the limits allow does not fit:")
         _print_bullet(out, _risk_line(plan).strip())

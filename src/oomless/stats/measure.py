@@ -27,7 +27,9 @@ CHARS_PER_TOKEN = 4
 Source: OpenAI, "What are tokens and how to count them?" (help.openai.com); BPE tokenizers of
 the Qwen/Llama families are in the same range for English, denser for code and CJK."""
 PERCENTILES = (50, 90, 99)
-PROMPT_FIELDS = ("prompt", "messages", "problem", "question", "query", "instruction", "input", "text")
+PROMPT_FIELDS = ("prompt", "messages", "conversations", "problem", "question", "query", "instruction", "input", "text")
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+"""ShareGPT turns (`{"from": "human", "value": ...}`, LLaVA/VLM-R1/LLaMA-Factory data) as chat roles."""
 IMAGE_FIELDS = ("images", "image", "image_path", "image_paths")
 
 
@@ -65,6 +67,19 @@ def _pick(rows: list[dict[str, Any]], wanted: str | None, candidates: tuple[str,
             raise InputError(f"--{what}-field", f"no column {wanted!r}; columns: {', '.join(map(str, rows[0]))}")
         return wanted
     return next((c for c in candidates if c in rows[0]), None)
+
+
+def prompt_part(value: Any) -> Any:
+    """A row's prompt as the policy sees it: chat turns (ShareGPT `from`/`value` read as
+    `role`/`content`) without the trailing assistant turns, which in an RL prompt set are the
+    reference answer, not part of the prompt; anything else as it is."""
+    if not (isinstance(value, list) and value and all(isinstance(v, dict) for v in value)):
+        return value
+    turns = [{"role": SHAREGPT_ROLES.get(str(v.get("from")), str(v.get("from"))), "content": v.get("value", "")}
+             if "from" in v and "role" not in v else v for v in value]
+    while len(turns) > 1 and turns[-1].get("role") == "assistant":
+        turns.pop()
+    return turns
 
 
 def _text_of(value: Any) -> str:
@@ -157,7 +172,7 @@ def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | Non
     added = count(added_text, chat=False) if added_text else 0  # the text alone: the template is counted once
     if added:
         how += f", plus {added} tokens the framework adds to each prompt"
-    values = [r.get(prompt_col) for r in rows]
+    values = [prompt_part(r.get(prompt_col)) for r in rows]
     stats = DatasetStats(len(rows), truncated, prompt_col, how, [max(count(v) + added, 1) for v in values])
     stats.templated = getattr(count, "templated", False) and all(
         chat and isinstance(v, str) or isinstance(v, list) and v and isinstance(v[0], dict) for v in values)
