@@ -96,7 +96,7 @@ def test_a_format_prompt_that_is_not_here_gives_no_bound(tmp_path: Path, monkeyp
                       "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-1.5B-Instruct}\n", encoding="utf-8")
     assert import_native("easyr1", config, HardwareFlags(gpu="A100-80GB")).data.missing == "data.format_prompt=./nowhere.jinja"
     result = RUNNER.invoke(app, ["plan", "--from", "easyr1", str(config), "--gpu", "A100-80GB", "--data", "auto"])
-    assert "data.format_prompt=./nowhere.jinja could not be read" in result.stderr
+    assert "data.format_prompt=./nowhere.jinja is not counted" in result.stderr
 
 
 def test_subsets_and_splits_reach_the_reader(tmp_path: Path) -> None:
@@ -170,4 +170,27 @@ def test_a_config_chat_template_is_the_one_counted(tmp_path: Path) -> None:
         counts[name] = int(result.stderr.split("longest ")[1].split(" tokens")[0])
         assert ("with the config's chat template" in result.stderr) == (name == "override")
     assert counts["override"] > counts["own"] + 40
+
+
+def test_vlmr1_jsonl_images_come_from_their_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """VLM-R1's grpo_jsonl.py joins each file's image paths to its --image_folders entry; the
+    question template its VLM module adds is not counted, so the data gives no bound."""
+    from PIL import Image
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "imgs").mkdir()
+    Image.new("RGB", (640, 480)).save(tmp_path / "imgs" / "a.png")
+    row = {"image": "a.png", "conversations": [{"from": "human", "value": "<image>Find the cat."},
+                                               {"from": "gpt", "value": "[1, 2, 3, 4]"}]}
+    (tmp_path / "rec.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    script = tmp_path / "run.sh"
+    script.write_text("torchrun --nproc_per_node=8 src/open_r1/grpo_jsonl.py --model_name_or_path "
+                      "Qwen/Qwen2.5-VL-3B-Instruct --data_file_paths rec.jsonl --image_folders imgs --task_type rec "
+                      "--per_device_train_batch_size 8 --num_generations 8\n", encoding="utf-8")
+    ref = import_native("vlmr1", script, HardwareFlags(gpu="A100-80GB")).data
+    assert ref.sources == ("rec.jsonl",) and ref.image_roots == ("imgs",) and "--task_type rec" in ref.missing
+    result = RUNNER.invoke(app, ["plan", "--from", "vlmr1", str(script), "--gpu", "A100-80GB", "--data", "auto"])
+    assert "prompts from 'conversations'" in result.stderr, result.stderr
+    assert "question template for --task_type rec is not counted" in result.stderr
+    assert "images from 'image': 1 read, 0 unreadable" in result.stderr
 

@@ -28,6 +28,8 @@ class DataRef:
     chat_template: str | None = None
     """The chat template the config sets in place of the tokenizer's (open-r1 `chat_template`, verl
     `actor_rollout_ref.model.custom_chat_template`)."""
+    image_roots: tuple[str, ...] = ()
+    """Per source, the folder its rows' relative image paths are joined to (VLM-R1 `--image_folders`)."""
     missing: str = ""
     """A file the framework reads to build every prompt that is not readable here (EasyR1
     `data.format_prompt`, ms-swift `--system FILE`): the data then gives no bound."""

@@ -78,8 +78,11 @@ def _with_data(run: ResolvedRun, data: str, split: str, tokenizer: str | None, l
     sources, split, shown = _sources(run, data, split, config_folder)
     rows: list[dict[str, Any]] = []
     truncated = False
-    for source in sources:
+    roots = ref.image_roots if ref is not None and data == AUTO else ()
+    for i, source in enumerate(sources):
         got, cut = read_rows(source, limit - len(rows), split, ref.subset if ref and data == AUTO else None)
+        if i < len(roots) and ref.image_field:
+            got = [_joined(row, ref.image_field, roots[i]) for row in got]
         rows, truncated = rows + got, truncated or cut
         if len(rows) >= limit:
             truncated = truncated or source != sources[-1]
@@ -117,6 +120,15 @@ def with_data_raw(run: ResolvedRun, raw: dict[str, Any], data: str, split: str =
     new, notes = with_data(run, data, split, tokenizer, config_folder=config_folder)
     sections = {name: getattr(new.spec, name).model_dump(mode="json", exclude_unset=True) for name in ("lengths", "vision")}
     return new, {**raw, **sections}, notes
+
+
+def _joined(row: dict[str, Any], field: str, root: str) -> dict[str, Any]:
+    """``row`` with its relative image paths joined to ``root`` (VLM-R1 `--image_folders`)."""
+    value = row.get(field)
+    join = (lambda p: str(Path(root).expanduser() / p) if isinstance(p, str) and not Path(p).is_absolute() else p)
+    if isinstance(value, list):
+        return {**row, field: [join(v) for v in value]}
+    return {**row, field: join(value)} if value is not None else row
 
 
 def _fields(ref: DataRef | None, row: dict[str, Any], notes: list[str]) -> tuple[str | None, str | None]:
@@ -157,8 +169,8 @@ def _with_image_tokens(run: ResolvedRun, stats: DatasetStats, notes: list[str]) 
 
 def _bound_is_sound(ref: DataRef | None, stats: DatasetStats, notes: list[str]) -> bool:
     if ref is not None and ref.missing:
-        notes.append(f"{ref.missing} could not be read: the text it adds to every prompt is not counted, so the data "
-                     "gives no bound")
+        notes.append(f"{ref.missing} is not counted (not readable here): the text it adds to every prompt is "
+                     "missing from the counts, so the data gives no bound")
         return False
     if ref is None and not stats.templated and bounds_prompts(stats):
         notes.append("plain-text prompts without a framework config: the template the framework wraps them in is not "
@@ -209,6 +221,8 @@ def _summary(stats: DatasetStats, data: str) -> str:
     more = f"the first {stats.num_rows} rows" if stats.truncated else f"{stats.num_rows} rows"
     text = (f"--data {data}: {more}, prompts from {stats.prompt_field!r} counted by {stats.tokens_from}; "
             f"longest {max(stats.prompt_tokens)} tokens")
+    if stats.image_field is not None:
+        text += f"; images from {stats.image_field!r}: {len(stats.pixels)} read, {stats.unreadable_images} unreadable"
     if not bounds_prompts(stats):
         why = "not every row was read" if stats.truncated else "the count is an estimate"
         text += f" (not used as a bound: {why}; a model tokenizer in the local cache makes it one)"

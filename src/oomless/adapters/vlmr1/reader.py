@@ -68,7 +68,23 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
             out.ignore(f"--{key}", value, "no effect on the planned memory")
         elif key not in DEFAULTS and key not in ("model_name_or_path", "deepspeed", "optim"):
             out.ignore(f"--{key}", value, "not used for memory (not understood, or no effect)")
-    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes))
+    return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=_data(given))
+
+
+def _data(given: dict[str, Any]) -> Any:
+    """grpo_jsonl.py's `--data_file_paths a.jsonl:b.jsonl` with `--image_folders` (one per file,
+    images joined to it), the question in the first `conversations` turn (src/open_r1/grpo_jsonl.py
+    at HEAD: `item['conversations'][0]['value']`), asked as one user message. The VLM module wraps
+    the question in a template chosen by `--task_type` (vlm_modules/*.py `get_question_template`),
+    which is not counted: the data then gives typical lengths, not a bound."""
+    paths = given.get("data_file_paths")
+    if not isinstance(paths, str):
+        return None
+    folders = given.get("image_folders")
+    roots = folders.split(":") if isinstance(folders, str) else []
+    return N.data_ref("--data_file_paths", paths.split(":"), prompt_field="conversations", image_field="image",
+                      chat=True, image_roots=roots if len(roots) == len(paths.split(":")) else (),
+                      missing=f"the VLM module's question template for --task_type {given.get('task_type', 'default')}")
 
 
 def _script_index(command: C.ShellCommand) -> int | None:
