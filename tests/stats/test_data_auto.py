@@ -194,3 +194,12 @@ def test_vlmr1_jsonl_images_come_from_their_folders(tmp_path: Path, monkeypatch:
     assert "question template for --task_type rec is not counted" in result.stderr
     assert "images from 'image': 1 read, 0 unreadable" in result.stderr
 
+
+def test_an_unset_variable_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DATA_DIR", raising=False)
+    config = tmp_path / "c.yaml"
+    config.write_text("data: {train_files: $DATA_DIR/train.parquet}\n"
+                      "worker:\n  actor:\n    model: {model_path: Qwen/Qwen2.5-1.5B-Instruct}\n", encoding="utf-8")
+    result = RUNNER.invoke(app, ["plan", "--from", "easyr1", str(config), "--gpu", "A100-80GB", "--data", "auto"])
+    assert result.exit_code == 2 and "'$DATA_DIR/train.parquet' (a variable this environment does not set)" in result.stderr
+

@@ -128,13 +128,12 @@ def data_ref(key: str, value: Any, *, split: str = "train", prompt_field: Any = 
              chat: bool = False, added_text: str = "", subset: Any = None, missing: str = "",
              chat_template: Any = None, image_roots: Any = ()) -> DataRef | None:
     """The training data a config names under ``key`` (a path or Hub id, or a list of them), or
-    None when it names none readable here (unset, a variable this environment does not set,
-    Hydra's `???`)."""
+    None when it names none (unset, Hydra's `???`)."""
     values = value if isinstance(value, (list, tuple)) else [value]
     # `$HOME/data/...` (verl's scripts): the variables of this environment, where the run starts too
     sources = tuple(os.path.expandvars(str(v).strip()) for v in values if v is not None and str(v).strip())
-    if not sources or any("$" in s or s == "???" for s in sources):
-        return None
+    if not sources or any(s == "???" for s in sources):
+        return None  # a `$VAR` this environment does not set stays in: `--data auto` names it
     return DataRef(key, sources, split, str(subset) if subset else None, str(prompt_field) if prompt_field else None,
                    str(image_field) if image_field else None, chat, added_text,
                    chat_template if isinstance(chat_template, str) and chat_template else None,

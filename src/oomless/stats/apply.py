@@ -207,8 +207,9 @@ def _sources(run: ResolvedRun, data: str, split: str, folder: Path) -> tuple[lis
         elif hub.looks_like_repo_id(source) and not _file_like(source):
             sources.append(source)  # a Hub dataset id: read from the local cache
         else:
-            raise InputError("--data", f"auto: {ref.key} names {source!r}, which is not here (relative paths are read "
-                             f"from the current folder and {folder}); give --data PATH")
+            unset = " (a variable this environment does not set)" if "$" in source else ""
+            raise InputError("--data", f"auto: {ref.key} names {source!r}{unset}, which is not here (relative paths are "
+                             f"read from the current folder and {folder}); give --data PATH")
     subset = f" ({ref.subset})" if ref.subset else ""
     return sources, ref.split, f"{ref.key}={','.join(ref.sources)}{subset}"
 
