@@ -252,6 +252,37 @@ def test_write_back_goes_into_optional_args(tmp_path: Path, monkeypatch: pytest.
     assert path.read_text(encoding="utf-8") == command + "\n"  # --write: the user's file untouched
 
 
+def test_write_back_from_a_job_in_a_subfolder_and_args_with_variables(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """sbatch runs in the repository root, so a job file under jobs/ names recipes from there; an
+    OPTIONAL_ARGS that expands a variable cannot be rewritten without losing it: refused."""
+    monkeypatch.chdir(tmp_path)
+    path = repo(tmp_path, head(nodes=2), recipe=BIG)
+    (tmp_path / "jobs").mkdir()
+    job = tmp_path / "jobs" / "run.sh"
+    job.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    result = CliRunner().invoke(app, ["fit", "--from", "trl", "jobs/run.sh", "--gpu", "H100-80GB", "--gpus-per-node", "8",
+                                      "--write", str(tmp_path / "out")])
+    assert result.exit_code == 0 and "--per_device_train_batch_size=" in (tmp_path / "out" / "run.sh").read_text(), result.output
+    job.write_text(head(nodes=2, extra=' --args "$EXTRA --seed=3"') + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["fit", "--from", "trl", "jobs/run.sh", "--gpu", "H100-80GB", "--gpus-per-node", "8",
+                                      "--write", str(tmp_path / "out2")])
+    assert result.exit_code == 2 and "expands a shell variable or command" in result.output
+
+
+def test_the_server_engine_settings_stay_as_the_job_starts_them(tmp_path: Path) -> None:
+    from oomless.adapters.common import read_text
+    from oomless.adapters.patch import sayable
+    from oomless.cli.import_cmd import load_native
+
+    path = repo(tmp_path, head(nodes=2))
+    run, _ = load_native(path, "trl", HardwareFlags(gpu="H100-80GB", gpus_per_node=8))
+    check = sayable("trl", path, read_text(path), run.spec)
+    lower = run.spec.model_copy(update={"rollout": run.spec.rollout.model_copy(update={"gpu_memory_utilization": 0.5})})
+    smaller = run.spec.model_copy(update={"batch": run.spec.batch.model_copy(update={"micro_batch_size": 8})})
+    assert run.spec.rollout.engine.value == "vllm_separate" and not check(lower) and check(smaller)
+
+
 def test_other_gpus_per_node_is_refused_naming_what_is_allowed(tmp_path: Path) -> None:
     path = repo(tmp_path, head(nodes=2, dp=2, tp=2).replace("sbatch", "sbatch --gres=gpu:4 --job-name x"))
     with pytest.raises(InputError) as err:

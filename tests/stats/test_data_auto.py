@@ -80,6 +80,7 @@ def test_auto_plans_with_the_named_file(tmp_path: Path) -> None:
     result = RUNNER.invoke(app, ["plan", "--from", "easyr1", str(config), "--gpu", "A100-80GB", "--data", "auto"])
     assert result.exit_code == 0, result.stderr  # 1.5B, 4096-token prompts on 80 GB: fits either way
     assert "--data data.train_files=data/train.jsonl: 50 rows, prompts from 'problem'" in result.stderr
+    assert "to which verl/EasyR1 pad every prompt" in result.stderr  # typical lengths only, no bound
     # an explicit file is read with the config's prompt column too, not the first usual name
     both = tmp_path / "both.jsonl"
     both.write_text("".join(json.dumps({"prompt": "short", "problem": "long words " * 200}) + "\n" for _ in range(5)),

@@ -176,14 +176,16 @@ def test_data_errors_name_the_option_given(tmp_path: Path) -> None:
 
 
 def test_sharegpt_turns_and_reference_answers(tmp_path: Path, tokenizer: Path) -> None:
-    """ShareGPT `from`/`value` turns are chat turns; a trailing assistant turn is the reference
-    answer of an RL prompt set, not prompt."""
+    """ShareGPT `from`/`value` turns are chat turns. A trailing assistant turn is left out only
+    where the framework takes it as the answer (VLM-R1); TRL continues it as a prefill
+    (trl/data_utils.py `continue_final_message`), so it counts."""
     from oomless.stats.measure import measure
 
     long_answer = "answer " * 400
     rows = [{"conversations": [{"from": "human", "value": "<image>Where is the cat?"}, {"from": "gpt", "value": long_answer}]}]
-    stats = measure(rows, False, tokenizer=str(tokenizer))
-    assert stats.prompt_field == "conversations" and stats.templated
     alone = measure([{"messages": [{"role": "user", "content": "<image>Where is the cat?"}]}], False, tokenizer=str(tokenizer))
-    assert stats.prompt_tokens == alone.prompt_tokens
-
+    dropped = measure(rows, False, tokenizer=str(tokenizer), drop_answer=True)
+    assert dropped.prompt_field == "conversations" and dropped.templated
+    assert dropped.prompt_tokens == alone.prompt_tokens
+    kept = measure(rows, False, tokenizer=str(tokenizer))
+    assert kept.prompt_tokens[0] > alone.prompt_tokens[0] + 400

@@ -126,7 +126,7 @@ def header(lines: list[str]) -> str:
 
 def data_ref(key: str, value: Any, *, split: str = "train", prompt_field: Any = None, image_field: Any = None,
              chat: bool = False, added_text: str = "", subset: Any = None, missing: str = "",
-             chat_template: Any = None, image_roots: Any = ()) -> DataRef | None:
+             chat_template: Any = None, image_roots: Any = (), drops_answer: bool = False) -> DataRef | None:
     """The training data a config names under ``key`` (a path or Hub id, or a list of them), or
     None when it names none (unset, Hydra's `???`)."""
     values = value if isinstance(value, (list, tuple)) else [value]
@@ -137,4 +137,4 @@ def data_ref(key: str, value: Any, *, split: str = "train", prompt_field: Any = 
     return DataRef(key, sources, split, str(subset) if subset else None, str(prompt_field) if prompt_field else None,
                    str(image_field) if image_field else None, chat, added_text,
                    chat_template if isinstance(chat_template, str) and chat_template else None,
-                   tuple(os.path.expandvars(str(r)) for r in image_roots), missing)
+                   drops_answer, tuple(os.path.expandvars(str(r)) for r in image_roots), missing)

@@ -28,6 +28,9 @@ class DataRef:
     chat_template: str | None = None
     """The chat template the config sets in place of the tokenizer's (open-r1 `chat_template`, verl
     `actor_rollout_ref.model.custom_chat_template`)."""
+    drops_answer: bool = False
+    """The framework leaves a row's trailing assistant turn out of the prompt (VLM-R1 asks the
+    first `conversations` turn only)."""
     image_roots: tuple[str, ...] = ()
     """Per source, the folder its rows' relative image paths are joined to (VLM-R1 `--image_folders`)."""
     missing: str = ""

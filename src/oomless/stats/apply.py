@@ -78,7 +78,7 @@ def _with_data(run: ResolvedRun, data: str, split: str, tokenizer: str | None, l
     sources, split, shown = _sources(run, data, split, config_folder)
     rows: list[dict[str, Any]] = []
     truncated = False
-    roots = ref.image_roots if ref is not None and data == AUTO else ()
+    roots = [_local(r, config_folder) for r in ref.image_roots] if ref is not None and data == AUTO else []
     for i, source in enumerate(sources):
         got, cut = read_rows(source, limit - len(rows), split, ref.subset if ref and data == AUTO else None)
         if i < len(roots) and ref.image_field:
@@ -95,8 +95,8 @@ def _with_data(run: ResolvedRun, data: str, split: str, tokenizer: str | None, l
                     min_pixels=spec.vision.min_pixels or C.QWEN_VL_MIN_PIXELS,
                     max_pixels=spec.vision.max_pixels or C.QWEN_VL_MAX_PIXELS, base=base,
                     chat=ref.chat if ref else False, added_text=ref.added_text if ref else "",
-                    template=ref.chat_template if ref else None)
-    bound = _with_image_tokens(run, stats, notes) and _bound_is_sound(ref, stats, notes)
+                    template=ref.chat_template if ref else None, drop_answer=ref.drops_answer if ref else False)
+    bound = _with_image_tokens(run, stats, notes) and _bound_is_sound(run, stats, notes)
     fragment = spec_fragment(stats)
     if not bound:
         fragment["lengths"].pop("data_max_prompt_tokens", None)
@@ -120,6 +120,14 @@ def with_data_raw(run: ResolvedRun, raw: dict[str, Any], data: str, split: str =
     new, notes = with_data(run, data, split, tokenizer, config_folder=config_folder)
     sections = {name: getattr(new.spec, name).model_dump(mode="json", exclude_unset=True) for name in ("lengths", "vision")}
     return new, {**raw, **sections}, notes
+
+
+def _local(path: str, folder: Path) -> str:
+    """A relative path as the framework resolves it: from the current folder, else ``folder``."""
+    named = Path(path).expanduser()
+    if named.is_absolute() or SP.exists(named):
+        return str(named.resolve())
+    return str((folder / named).resolve())
 
 
 def _joined(row: dict[str, Any], field: str, root: str) -> dict[str, Any]:
@@ -167,10 +175,16 @@ def _with_image_tokens(run: ResolvedRun, stats: DatasetStats, notes: list[str]) 
     return sound
 
 
-def _bound_is_sound(ref: DataRef | None, stats: DatasetStats, notes: list[str]) -> bool:
+def _bound_is_sound(run: ResolvedRun, stats: DatasetStats, notes: list[str]) -> bool:
+    ref = run.data
     if ref is not None and ref.missing:
         notes.append(f"{ref.missing} is not counted (not readable here): the text it adds to every prompt is "
                      "missing from the counts, so the data gives no bound")
+        return False
+    if run.spec.lengths.max_prompt_counts_images:
+        # verl/EasyR1: the dataset pads every prompt to max_prompt_length (host_phases.ray_step_batch)
+        notes.append("the prompt limit here is max_prompt_length, to which verl/EasyR1 pad every prompt: the data's "
+                     "longest prompt does not bound their tensors, so it gives typical lengths only")
         return False
     if ref is None and not stats.templated and bounds_prompts(stats):
         notes.append("plain-text prompts without a framework config: the template the framework wraps them in is not "

@@ -69,15 +69,17 @@ def _pick(rows: list[dict[str, Any]], wanted: str | None, candidates: tuple[str,
     return next((c for c in candidates if c in rows[0]), None)
 
 
-def prompt_part(value: Any) -> Any:
-    """A row's prompt as the policy sees it: chat turns (ShareGPT `from`/`value` read as
-    `role`/`content`) without the trailing assistant turns, which in an RL prompt set are the
-    reference answer, not part of the prompt; anything else as it is."""
+def prompt_part(value: Any, drop_answer: bool = False) -> Any:
+    """A row's prompt as chat turns (ShareGPT `from`/`value` read as `role`/`content`);
+    ``drop_answer``: without the trailing assistant turns, where the framework takes them as the
+    reference answer (VLM-R1 asks the first turn only). Kept otherwise: TRL continues a final
+    assistant turn (trl/data_utils.py `apply_chat_template`, `continue_final_message`), verl
+    templates the whole list."""
     if not (isinstance(value, list) and value and all(isinstance(v, dict) for v in value)):
         return value
     turns = [{"role": SHAREGPT_ROLES.get(str(v.get("from")), str(v.get("from"))), "content": v.get("value", "")}
              if "from" in v and "role" not in v else v for v in value]
-    while len(turns) > 1 and turns[-1].get("role") == "assistant":
+    while drop_answer and len(turns) > 1 and turns[-1].get("role") == "assistant":
         turns.pop()
     return turns
 
@@ -122,8 +124,10 @@ def token_counter(tokenizer: str | None, chat: bool = False, template: str | Non
         if chat and isinstance(value, str) and tok.chat_template:
             value = [{"role": "user", "content": value}]
         if isinstance(value, list) and value and isinstance(value[0], dict) and tok.chat_template:
+            final = value[-1].get("role") == "assistant"  # a prefilled answer the policy continues
             try:
-                out = tok.apply_chat_template(value, add_generation_prompt=True, tokenize=True, return_dict=True)
+                out = tok.apply_chat_template(value, add_generation_prompt=not final, continue_final_message=final,
+                                              tokenize=True, return_dict=True)
             except Exception as err:  # jinja2 TemplateError and friends: the template refuses these messages
                 first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
                 raise InputError("chat template", f"{tokenizer}'s template refuses a prompt ({first})") from None
@@ -162,7 +166,8 @@ def _images(value: Any) -> list[Any]:
 
 def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | None = None, prompt_field: str | None = None,
             image_field: str | None = None, min_pixels: int = C.QWEN_VL_MIN_PIXELS, max_pixels: int = C.QWEN_VL_MAX_PIXELS,
-            base: Path = Path("."), chat: bool = False, added_text: str = "", template: str | None = None) -> DatasetStats:
+            base: Path = Path("."), chat: bool = False, added_text: str = "", template: str | None = None,
+            drop_answer: bool = False) -> DatasetStats:
     """Prompt tokens per row (``added_text``'s tokens on each: what the framework adds to every
     prompt), images per row and each image's area after the processor's resize."""
     prompt_col = _pick(rows, prompt_field, PROMPT_FIELDS, "prompt")
@@ -172,7 +177,7 @@ def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | Non
     added = count(added_text, chat=False) if added_text else 0  # the text alone: the template is counted once
     if added:
         how += f", plus {added} tokens the framework adds to each prompt"
-    values = [prompt_part(r.get(prompt_col)) for r in rows]
+    values = [prompt_part(r.get(prompt_col), drop_answer) for r in rows]
     stats = DatasetStats(len(rows), truncated, prompt_col, how, [max(count(v) + added, 1) for v in values])
     stats.templated = getattr(count, "templated", False) and all(
         chat and isinstance(v, str) or isinstance(v, list) and v and isinstance(v[0], dict) for v in values)

@@ -204,7 +204,8 @@ def sayable(framework: str, path: Path, text: str, old_spec: Any) -> Callable[[A
     except InputError:
         return None
     known = {field for field, _ in old_found}
-    fixed = getattr(f.special, "FIXED", ())  # what a writer's own file kind cannot change (trl/slurm_patch.py)
+    # what a writer's own file kind cannot change (trl/slurm_patch.py)
+    fixed = f.special.fixed(old_spec) if f.special is not None and hasattr(f.special, "fixed") else ()
 
     def attr(spec: Any, dotted: str) -> Any:
         for name in dotted.split("."):

@@ -125,6 +125,9 @@ def read_job(name: str, text: str, cmd: ShellCommand, read: Callable[[str], str]
                          + (", ".join(found) if found else "a name NAME with recipes/accelerate_configs/NAME.yaml"))
     config = load_yaml_mapping(config_text, config_name, allow_empty=False)
     optional = _split_args(job)
+    unset = [w for w in optional if w.startswith("$")]  # expanded at run time: not readable here
+    optional = [w for w in optional if not w.startswith("$")]
+    notes.extend(f"OPTIONAL_ARGS word {w!r} is expanded at run time: not read" for w in unset)
     nodes = job.nodes
     server: list[str] = []
     if USE_VLLM_LINE.search(config_text):

@@ -25,10 +25,12 @@ STYLE = "sbatch_flags"
 
 
 def _reader(folder: Path) -> Any:
+    """Files as the TRL reader finds them (`trl.reader.import_path`): beside the job file, else
+    from the current folder (sbatch runs in the repository root)."""
     def read(name: str) -> str:
         SP.checked_path(name, "file")
         path = Path(name) if Path(name).is_absolute() else folder / name
-        return read_text(path)
+        return read_text(path if SP.exists(path) or not SP.exists(Path(name)) else Path(name))
     return read
 
 
@@ -57,11 +59,18 @@ class JobFile:
     recipe YAML) and the text with new OPTIONAL_ARGS."""
 
     STYLE = STYLE
+    SERVER_FIELDS = ("rollout.gpu_memory_utilization", "rollout.max_model_len", "rollout.max_num_seqs",
+                     "rollout.max_num_batched_tokens", "rollout.enforce_eager", "rollout.cuda_graphs_in_budget")
+    """The `trl vllm-serve` engine's settings: the script starts it with --model, --tp and --dp only."""
     FIXED = ("rollout.engine", "rollout.tensor_parallel_size", "rollout.num_gpus", "distribution.strategy",
              "distribution.offload_params", "distribution.offload_optimizer", "hardware.gpus_per_node",
              "hardware.num_nodes")
     """Spec fields only the sbatch arguments, the accelerate config or the script set (--tp/--dp,
     --accelerator, --nodes, GPUS_PER_NODE): fit keeps them as the job has them."""
+
+    def fixed(self, spec: Any) -> tuple[str, ...]:
+        """`FIXED`, and the server engine's settings when the job generates on its server."""
+        return self.FIXED + (self.SERVER_FIELDS if spec.rollout.engine.value == "vllm_separate" else ())
 
     def __init__(self, path: Path, text: str) -> None:
         self.path, self.text = path, text
@@ -91,6 +100,10 @@ class JobFile:
         return self.recipe.get(key)
 
     def patch(self, values: dict[str, Any]) -> str:
+        if any(c in self.job.optional_args for c in "$`"):
+            raise InputError("--args" if self.job.tp is not None else "OPTIONAL_ARGS (5th argument)",
+                             f"{self.job.optional_args!r} expands a shell variable or command: fit's changes cannot be "
+                             "written into it without losing that; add them by hand")
         words, skip = [], False
         for word in self.args:  # the user's OPTIONAL_ARGS without the keys that change
             if word.startswith("--"):

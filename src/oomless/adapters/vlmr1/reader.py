@@ -83,7 +83,7 @@ def _data(given: dict[str, Any]) -> Any:
     folders = given.get("image_folders")
     roots = folders.split(":") if isinstance(folders, str) else []
     return N.data_ref("--data_file_paths", paths.split(":"), prompt_field="conversations", image_field="image",
-                      chat=True, image_roots=roots if len(roots) == len(paths.split(":")) else (),
+                      chat=True, image_roots=roots if len(roots) == len(paths.split(":")) else (), drops_answer=True,
                       missing=f"the VLM module's question template for --task_type {given.get('task_type', 'default')}")
 
 
