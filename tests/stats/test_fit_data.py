@@ -79,3 +79,6 @@ def test_data_capped_lowers_only_a_limit_the_data_is_below(tmp_path: Path) -> No
     assert capped.rollout.max_model_len == 4096 + 512  # the engine keeps the configured limits' length
     back = with_data_fields(run.spec, bounded)  # a file read back gets the data's figures, nothing else
     assert back.lengths.data_max_prompt_tokens == 700 and back.lengths.max_prompt_tokens == 4096
+    padded = bounded.model_copy(update={"lengths": bounded.lengths.model_copy(update={"max_prompt_counts_images": True})})
+    assert data_capped(padded, run.arch) is padded  # verl/EasyR1 pad every prompt to the limit
+

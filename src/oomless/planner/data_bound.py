@@ -17,7 +17,8 @@ from . import vision_terms as VT
 
 def data_capped(spec: RunSpec, arch: ModelArch) -> RunSpec:
     ln = spec.lengths
-    if ln.data_max_prompt_tokens is None or ln.data_max_prompt_tokens >= ln.max_prompt_tokens:
+    if ln.data_max_prompt_tokens is None or ln.data_max_prompt_tokens >= ln.max_prompt_tokens or \
+            ln.max_prompt_counts_images:  # verl/EasyR1 pad every prompt to max_prompt_length: no cap
         return spec
     update = {"lengths": ln.model_copy(update={"max_prompt_tokens": ln.data_max_prompt_tokens, "data_max_prompt_tokens": None})}
     if spec.rollout.engine != RolloutEngine.hf and spec.rollout.max_model_len is None:

@@ -89,7 +89,8 @@ def length_knots(spec: RunSpec, arch: ModelArch) -> dict[str, Knots]:
     ln, v = spec.lengths, spec.vision
     clip = ((ln.max_completion_tokens - 1, 1 - ln.completion_clip_fraction),) if ln.completion_clip_fraction is not None else ()
     # the data's longest prompt (P(prompt <= it) = 1), when below the limit: the run sees none longer
-    data_max = ((ln.data_max_prompt_tokens, 1.0),) if ln.data_max_prompt_tokens and ln.data_max_prompt_tokens < ln.max_prompt_tokens else ()
+    data_max = ((ln.data_max_prompt_tokens, 1.0),) if ln.data_max_prompt_tokens and ln.data_max_prompt_tokens < \
+        ln.max_prompt_tokens and not ln.max_prompt_counts_images else ()  # verl/EasyR1 pad to the limit
     out = {
         "prompt": knots(ln.max_prompt_tokens, ln.typical_prompt_tokens, ln.prompt_percentiles, data_max),
         "completion": knots(ln.max_completion_tokens, ln.typical_completion_tokens, ln.completion_percentiles, clip),
