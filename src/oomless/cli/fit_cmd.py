@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
+from .data_options import DATA_OPTION, DATA_SPLIT_OPTION, TOKENIZER_OPTION, measured
 from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
 
 if TYPE_CHECKING:
@@ -60,11 +61,9 @@ def fit_command(
         "FILE-FRAMEWORK/ next to --write, else SPEC-fit-FRAMEWORK/ in the current directory.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as a JSON document."),
-    data: str = typer.Option(
-        None, "--data", help="The run's dataset (as `oomless plan --data`; `auto`: the one the --from config names): "
-        "configurations are sized by the worst batch it can form, not by limits it never reaches."),
-    data_split: str = typer.Option("train", "--data-split", help="Split of --data (a dataset folder or Hub id)."),
-    tokenizer: str = typer.Option(None, "--tokenizer", help="Tokenizer for --data. Default: the model's, if cached."),
+    data: str = DATA_OPTION,
+    data_split: str = DATA_SPLIT_OPTION,
+    tokenizer: str = TOKENIZER_OPTION,
 ) -> None:
     """Search memory knobs that keep the training maths for the fastest configuration that fits;
     exit 0 found, 1 nothing fits, 2 bad input."""
@@ -76,10 +75,10 @@ def fit_command(
         from ..fit.write import check_target, write_spec
 
         options = FitOptions(_margin(margin, margin_fraction), _allowed(allow, MATH_KNOBS), _top(top))
-        measured = (data, data_split, tokenizer)
+        data_args = (data, data_split, tokenizer)
         if maximize_path is not None:
             return _maximize(spec, from_framework, (gpu, gpus_per_node, nodes, host_ram), maximize_path, options, as_json,
-                             measured)
+                             data_args)
         if from_framework is not None:
             from .fit_native import check_targets
 
@@ -95,14 +94,14 @@ def fit_command(
             from ..fit.search import fit
             from ..spec.load import load_run, read_yaml
 
-            run, raw = _measured(load_run(spec), read_yaml(spec), spec, measured)
+            run, raw = measured(load_run(spec), read_yaml(spec), spec, *data_args)
             result = fit(run, raw, spec.resolve().parent, options)
         else:
             from ..fit.search import fit
             from .import_cmd import hardware_flags, load_native
 
             hardware = hardware_flags(gpu, gpus_per_node, nodes, host_ram)
-            run, raw = _measured(*load_native(spec, from_framework, hardware), spec, measured)
+            run, raw = measured(*load_native(spec, from_framework, hardware), spec, *data_args)
             for warning in run.warnings:
                 typer.echo(f"warning: {warning}", err=True)
             import dataclasses
@@ -165,23 +164,8 @@ def fit_command(
     run_guarded(body, one_shot=True)
 
 
-def _measured(run: Any, raw: dict, spec: Path, measured: tuple[str | None, str, str | None]) -> tuple[Any, dict]:
-    """The run and its spec mapping with `--data`'s lengths (`stats.apply.with_data_raw`), notes printed."""
-    data, split, tokenizer = measured
-    if data is None:
-        if tokenizer is not None or split != "train":
-            typer.echo("warning: --tokenizer/--data-split are ignored without --data", err=True)
-        return run, raw
-    from ..stats.apply import with_data_raw
-
-    run, raw, notes = with_data_raw(run, raw, data, split, tokenizer, config_folder=spec.resolve().parent)
-    for note in notes:
-        typer.echo(f"note: {note}", err=True)
-    return run, raw
-
-
 def _maximize(spec: Path, framework: str | None, hardware: tuple, path: str, options: FitOptions, as_json: bool,
-              measured: tuple[str | None, str, str | None]) -> int:
+              data_args: tuple[str | None, str, str | None]) -> int:
     """`--maximize FIELD`: print the largest fitting value (`fit.maximize`)."""
     from ..fit.maximize import maximize, maximize_lines, maximize_to_dict
     from ..spec.load import load_run, read_yaml
@@ -192,7 +176,7 @@ def _maximize(spec: Path, framework: str | None, hardware: tuple, path: str, opt
         from .import_cmd import hardware_flags, load_native
 
         run, raw = load_native(spec, framework, hardware_flags(*hardware))
-    run, raw = _measured(run, raw, spec, measured)
+    run, raw = measured(run, raw, spec, *data_args)
     result = maximize(run, raw, spec.resolve().parent, path, options)
     if as_json:
         typer.echo(json.dumps(maximize_to_dict(result), indent=2))

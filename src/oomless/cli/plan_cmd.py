@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .data_options import DATA_OPTION, DATA_SPLIT_OPTION, TOKENIZER_OPTION, measured
 from .import_cmd import GPUS_PER_NODE_OPTION, NODES_OPTION, HOST_RAM_OPTION
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
@@ -41,14 +42,9 @@ def plan_command(
     html: Path = typer.Option(None, "--html", help="Also write a self-contained HTML chart of the plan."),
     png: Path = typer.Option(None, "--png", help="Also write a PNG chart of the plan."),
     explain: bool = typer.Option(False, "--explain", help="Also show where every number comes from (as `oomless explain`)."),
-    data: str = typer.Option(
-        None, "--data", help="The run's dataset (a .jsonl/.json/.parquet/.arrow file, a dataset folder or a cached Hub "
-        "dataset id; `auto`: the one the --from config names): its prompt lengths (and image sizes) decide the verdict "
-        "beside the worst batch the limits allow."),
-    data_split: str = typer.Option("train", "--data-split", help="Split of --data (a dataset folder or Hub id)."),
-    tokenizer: str = typer.Option(
-        None, "--tokenizer", help="Tokenizer for --data (folder or id). Default: the model's, from its folder or the local "
-        "Hugging Face cache; else characters / 4."),
+    data: str = DATA_OPTION,
+    data_split: str = DATA_SPLIT_OPTION,
+    tokenizer: str = TOKENIZER_OPTION,
 ) -> None:
     """Plan one run: peak memory per phase on every GPU and on the host; exit 0 fits, 1 does not fit, 2 bad input."""
     from .main import run_guarded
@@ -60,14 +56,7 @@ def plan_command(
         from ..adapters import HardwareFlags
 
         run = load_any(spec, from_framework, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
-        if data is None and (tokenizer is not None or data_split != "train"):
-            typer.echo("warning: --tokenizer/--data-split are ignored without --data", err=True)
-        if data is not None:
-            from ..stats.apply import with_data
-
-            run, notes = with_data(run, data, data_split, tokenizer, config_folder=spec.resolve().parent)
-            for note in notes:
-                typer.echo(f"note: {note}", err=True)
+        run = measured(run, None, spec, data, data_split, tokenizer)[0]
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs, explain=True)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)
