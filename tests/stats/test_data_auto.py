@@ -18,9 +18,8 @@ DATA = Path(__file__).resolve().parents[1] / "adapters" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+def _offline(offline_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline with an empty cache (conftest.py), and $HOME here (verl's `$HOME/data/...`)."""
     monkeypatch.setenv("HOME", str(tmp_path))
 
 
@@ -152,12 +151,9 @@ def test_trl_open_r1_recipe_is_a_chat_with_its_system_prompt(tmp_path: Path) -> 
     assert ref.prompt_field == "prompt" and not ref.chat and ref.split == "train[:10%]"
 
 
-def test_a_config_chat_template_is_the_one_counted(tmp_path: Path) -> None:
+def test_a_config_chat_template_is_the_one_counted(tmp_path: Path, tokenizer: Path) -> None:
     """open-r1 recipes may set `chat_template` (the DeepSeek-R1 distills override theirs): the data
     is counted through it, not through the tokenizer's own."""
-    from oomless.train.tiny import build_tokenizer
-
-    build_tokenizer().save_pretrained(tmp_path / "tok")
     _rows(tmp_path / "train.jsonl", "problem", ["two plus two"] * 5)
     long_template = "{% for m in messages %}" + "preamble " * 50 + "{{ m['content'] }}{% endfor %}"
     counts = {}
@@ -167,7 +163,7 @@ def test_a_config_chat_template_is_the_one_counted(tmp_path: Path) -> None:
                           "system_prompt: Be brief.\nnum_generations: 2\nper_device_train_batch_size: 2\n" + extra,
                           encoding="utf-8")
         result = RUNNER.invoke(app, ["plan", "--from", "trl", str(recipe), "--gpu", "H100-80GB",
-                                     "--data", str(tmp_path / "train.jsonl"), "--tokenizer", str(tmp_path / "tok")])
+                                     "--data", str(tmp_path / "train.jsonl"), "--tokenizer", str(tokenizer)])
         counts[name] = int(result.stderr.split("longest ")[1].split(" tokens")[0])
         assert ("with the config's chat template" in result.stderr) == (name == "override")
     assert counts["override"] > counts["own"] + 40

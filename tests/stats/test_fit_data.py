@@ -26,18 +26,8 @@ bf16: true
 
 
 @pytest.fixture(autouse=True)
-def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from oomless.train.tiny import build_tokenizer
-
-    folder = tmp_path_factory.mktemp("tok")
-    build_tokenizer().save_pretrained(folder)
-    return folder
+def _offline(offline_hub: Path) -> None:
+    """Every test here: offline, an empty Hugging Face cache (conftest.py)."""
 
 
 def _chats(path: Path, rows: int = 50) -> Path:
