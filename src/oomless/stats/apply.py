@@ -35,6 +35,8 @@ AUTO = "auto"
 DEFAULT_LIMIT = 100_000
 """Rows read at most (the first ones), as `oomless stats`."""
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+"""Files that mark a folder as holding a tokenizer: what transformers' `AutoTokenizer.from_pretrained`
+reads first (fast tokenizer, then its config; transformers tokenization_utils_base.py)."""
 
 
 def model_tokenizer(spec: RunSpec) -> str | None:

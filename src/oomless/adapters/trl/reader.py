@@ -143,6 +143,18 @@ def import_config(path: Path, hardware: Any) -> Any:
     return ImportResult(spec, tuple(ignored), tuple(notes), idle, data.get("ref"))
 
 
+def file_reader(base: Path, overlay: Mapping[str, str] | None = None) -> Callable[[str], str]:
+    """How a launch's files are found: ``overlay``'s text first, then beside the config
+    (``base``), else from the current folder (where the user runs the launch)."""
+    def read(name: str) -> str:
+        if overlay is not None and name in overlay:
+            return overlay[name]
+        SP.checked_path(name, "file")
+        candidate = base / name if not Path(name).is_absolute() else Path(name)
+        return read_text(candidate if SP.exists(candidate) or not SP.exists(Path(name)) else Path(name))
+    return read
+
+
 def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = None,
                 idle_engine: dict[str, Any] | None = None, data: dict[str, Any] | None = None) -> tuple[dict, list, list]:
     """(spec dict, ignored, notes) of a YAML config or a launch script; ``overlay`` maps file
@@ -151,14 +163,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
     colocated engine TRL builds at TP 1 (batch × steps sequences, its fixed max_num_batched_tokens,
     its vLLM's CUDA graphs)."""
     base = path.resolve().parent if overlay is None else Path(".")
-
-    def read(name: str) -> str:
-        if overlay is not None and name in overlay:
-            return overlay[name]
-        SP.checked_path(name, "file")
-        candidate = base / name if not Path(name).is_absolute() else Path(name)
-        return read_text(candidate if SP.exists(candidate) or not SP.exists(Path(name)) else Path(name))
-
+    read = file_reader(base, overlay)
     if hardware.gpu is None:
         raise InputError("--gpu", "required with --from trl: the config does not name the GPU type")
     text = read(path.name) if overlay is not None else read_text(path)

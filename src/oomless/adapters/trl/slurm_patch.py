@@ -13,25 +13,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ... import safe_paths as SP
 from ...errors import InputError
-from ..common import ShellCommand, load_yaml_mapping, parse_shell, parse_version, read_text
+from ..common import ShellCommand, load_yaml_mapping, parse_shell, parse_version
 from ..patch import shell_text as SH
 from ..patch.edits import Edit, apply_edits
 from . import slurm as SL
+from .reader import file_reader
 
 STYLE = "sbatch_flags"
 """The patch style of such a job (`adapters.patch`): `--key value` words inside OPTIONAL_ARGS."""
-
-
-def _reader(folder: Path) -> Any:
-    """Files as the TRL reader finds them (`trl.reader.import_path`): beside the job file, else
-    from the current folder (sbatch runs in the repository root)."""
-    def read(name: str) -> str:
-        SP.checked_path(name, "file")
-        path = Path(name) if Path(name).is_absolute() else folder / name
-        return read_text(path if SP.exists(path) or not SP.exists(Path(name)) else Path(name))
-    return read
 
 
 def is_job(text: str, path: str) -> bool:
@@ -45,7 +35,7 @@ def dialect(text: str, path: Path) -> tuple[int, ...] | None:
     """The TRL release the reader reads the job under: its directive, else setup.py's pin."""
     notes: list[str] = []
     cmd = SL.sbatch_command(parse_shell(text, str(path)))
-    read = _reader(path.resolve().parent)
+    read = file_reader(path.resolve().parent)
     job = SL.parse_job(cmd, read, notes)
     directives = SL._pinned(read, job, text, notes)
     for word in directives.split():
@@ -75,7 +65,7 @@ class JobFile:
     def __init__(self, path: Path, text: str) -> None:
         self.path, self.text = path, text
         self.cmd: ShellCommand = SL.sbatch_command(parse_shell(text, str(path)))
-        read = _reader(path.resolve().parent)
+        read = file_reader(path.resolve().parent)
         self.job = SL.parse_job(self.cmd, read, [])
         name = self.job.path(f"recipes/{self.job.model}/{self.job.task}/config_{self.job.suffix}.yaml")
         self.recipe = load_yaml_mapping(SL._recipe(self.job, name, read), name, allow_empty=False)
