@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
-from .data_options import DATA_OPTION, DATA_SPLIT_OPTION, TOKENIZER_OPTION, measured
-from .import_cmd import FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION, NODES_OPTION
+from .import_cmd import (DATA_OPTION, DATA_SPLIT_OPTION, FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION,
+                         NODES_OPTION, TOKENIZER_OPTION, measured)
 
 if TYPE_CHECKING:
     from ..fit.probe import Margin

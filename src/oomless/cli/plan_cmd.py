@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .data_options import DATA_OPTION, DATA_SPLIT_OPTION, TOKENIZER_OPTION, measured
-from .import_cmd import GPUS_PER_NODE_OPTION, NODES_OPTION, HOST_RAM_OPTION
+from .import_cmd import (DATA_OPTION, DATA_SPLIT_OPTION, GPUS_PER_NODE_OPTION, HOST_RAM_OPTION, NODES_OPTION,
+                         TOKENIZER_OPTION, measured)
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
 
