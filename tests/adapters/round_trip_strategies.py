@@ -183,7 +183,7 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
         gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
         logits=draw(st.sampled_from(["full_bf16", "chunked", "fused"])),
         distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
-                      "sequence_parallel_size": ulysses},
+                      "sequence_parallel_size": ulysses, "offload_reference_params": ft["method"] == "full"},
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": False, "sleep_level": sleep,
                  "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
                  "gpu_memory_utilization": draw(st.sampled_from([0.4, 0.6])), "enforce_eager": draw(st.booleans()),

@@ -207,9 +207,13 @@ def _reduce_bucket(spec: RunSpec, arch: ModelArch) -> int:
 def _fp32_grads(spec: RunSpec, num_trainable: int, n: int) -> int:
     """fp32 gradient partition of the optimizer step (states.fp32_grad_partition_bytes); ZeRO-3
     builds it one sub-group at a time (stage3.py `_prepare_fp32_grad_for_sub_group`). None
-    on the GPU with optimizer offload (CPU Adam) or under DDP (no ZeRO optimizer)."""
+    on the GPU with optimizer offload (CPU Adam), under DDP (no ZeRO optimizer) or FSDP: torch
+    AdamW steps on the sharded FlatParameter and its `.grad`, which FSDP casts to the
+    parameter's own dtype after the reduce-scatter (fp32 under mixed precision: that is
+    `grads`; torch/distributed/fsdp/_runtime_utils.py `_post_reduce_grad_callback` →
+    `_cast_grad_to_param_dtype`), so no second fp32 copy exists."""
     dist = spec.distribution
-    if dist.offload_optimizer or dist.strategy == Strategy.ddp or S.master_bytes_per_param(spec.precision) == 0:
+    if dist.offload_optimizer or dist.strategy in (Strategy.ddp, Strategy.fsdp) or S.master_bytes_per_param(spec.precision) == 0:
         return 0
     partition = S.sharded_bytes(num_trainable * C.FP32_BYTES, True, n)
     if dist.strategy == Strategy.zero3:

@@ -273,9 +273,14 @@ class RunSpec(_Frozen):
                 f"rollout.num_gpus={ro.num_gpus} leaves no training GPU on a "
                 f"{hw.gpus_per_node}-GPU node; allowed 1..{hw.gpus_per_node - 1}"
             )
-        if ro.engine == RolloutEngine.vllm_colocate and ro.tensor_parallel_size > hw.gpus_per_node:
+        world = hw.gpus_per_node * hw.num_nodes
+        tp = ro.tensor_parallel_size
+        # A colocated engine may span whole nodes (verl's examples/tuning/70b: TP 16 over 2 of 4
+        # 8-GPU nodes); each GPU still holds 1/TP of the weights and of the KV heads.
+        if ro.engine == RolloutEngine.vllm_colocate and tp > hw.gpus_per_node and (tp % hw.gpus_per_node or world % tp):
             raise ValueError(
-                f"rollout.tensor_parallel_size={ro.tensor_parallel_size} exceeds gpus_per_node={hw.gpus_per_node}"
+                f"rollout.tensor_parallel_size={tp} exceeds gpus_per_node={hw.gpus_per_node}; allowed: at most "
+                f"{hw.gpus_per_node}, or whole nodes that divide the {world} GPUs"
             )
         if ro.engine == RolloutEngine.vllm_separate and ro.tensor_parallel_size > ro.num_gpus:
             raise ValueError(

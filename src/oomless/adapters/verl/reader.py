@@ -38,6 +38,7 @@ MAPPED = {
     f"{M}.path", f"{A}.strategy", f"{A}.fsdp_config.param_offload", f"{A}.fsdp_config.optimizer_offload",
     f"{A}.fsdp_config.offload_policy", f"{A}.fsdp_config.model_dtype", f"{A}.ppo_micro_batch_size_per_gpu",
     f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+    f"{A}.ppo_micro_batch_size", f"{R}.log_prob_micro_batch_size", "actor_rollout_ref.ref.log_prob_micro_batch_size",
     f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu", "actor_rollout_ref.ref.log_prob_use_dynamic_bsz",
     "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", f"{A}.ulysses_sequence_parallel_size",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", f"{M}.enable_gradient_checkpointing",
@@ -73,6 +74,7 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     composed = _compose(path, text, out)
     out.notes.extend(composed.notes)
     _to_spec(_Config(composed.values), hardware, out)
+    _stated_vllm(C.read_directives(text, str(path)), out)
     _report_unused(composed.user, out)
     values = composed.values
     # verl's RLHFDataset (verl/utils/dataset/rl_dataset.py) reads the parquet files' prompt_key
@@ -81,6 +83,23 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
                       image_field=values.get("data.image_key"), chat=True,
                       chat_template=values.get(f"{M}.custom_chat_template"))
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=data)
+
+
+GRAPHS_IN_BUDGET = (0, 21)
+"""vLLM from which CUDA graphs are profiled inside gpu_memory_utilization (memory/vllm.py EngineBudget)."""
+
+
+def _stated_vllm(directives: dict[str, str], out: N.Collected) -> None:
+    """`# oomless: vllm==X` names the vLLM release the run uses. Unstated, the release verl 0.9.1
+    installs (its `vllm` extra pins vllm==0.24.0: graphs inside the budget). verl 0.4 to 0.8
+    allowed vllm 0.7.3 to 0.12.0 (setup.py `VLLM_REQUIRES`), which capture CUDA graphs on top
+    of the budget, so the KV cache gets their share."""
+    stated = directives.get("vllm")
+    if stated is None:
+        return
+    release = C.parse_version("# oomless: vllm==", stated)
+    out.set("rollout.vllm_version", stated)
+    out.set("rollout.cuda_graphs_in_budget", release >= GRAPHS_IN_BUDGET)
 
 
 MAIN = ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")
@@ -160,6 +179,12 @@ def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
     out.set("attention", g(f"{M}.override_config.attn_implementation") or "flash_attention_2")
     out.set("gradient_checkpointing", C.as_bool(f"{M}.enable_gradient_checkpointing", g(f"{M}.enable_gradient_checkpointing")))
     _finetune(cfg, out)
+    if C.as_int(f"{M}.lora_rank", g(f"{M}.lora_rank"), 0) == 0:
+        # A separate reference worker exists for full fine-tuning only (LoRA: the actor with its
+        # adapters off); verl wraps it in FSDP CPUOffload(offload_params=True) / CPUOffloadPolicy
+        # whatever ref.fsdp_config.param_offload says (fsdp_workers.py `_build_model_optimizer`,
+        # "We force reference policy to use CPUOffload", 0.4.1 to 0.9.1).
+        out.set("distribution.offload_reference_params", True)
     _optimizer(cfg, out)
     _batch(cfg, out)
     _rollout(cfg, out)
@@ -228,21 +253,43 @@ def _batch(cfg: _Config, out: N.Collected) -> None:
     sp = C.as_int(f"{A}.ulysses_sequence_parallel_size", g(f"{A}.ulysses_sequence_parallel_size"), 1)
     if sp > 1:
         out.set("distribution.sequence_parallel_size", sp)
+    world = C.as_int("trainer.n_gpus_per_node", g("trainer.n_gpus_per_node"), 1) * C.as_int("trainer.nnodes", g("trainer.nnodes"), 1)
     if C.as_bool(f"{A}.use_dynamic_bsz", g(f"{A}.use_dynamic_bsz")):
         _dynamic_batch(cfg, prompt + response, out)
     else:
-        micro = g(f"{A}.ppo_micro_batch_size_per_gpu")
+        micro = _micro_per_gpu(cfg, A, "ppo_micro_batch_size", world // sp)
         if micro is None:
-            raise InputError(f"{A}.ppo_micro_batch_size_per_gpu", "not set; verl requires it unless use_dynamic_bsz=true")
-        out.set("batch.micro_batch_size", C.as_int(f"{A}.ppo_micro_batch_size_per_gpu", micro, 1))
+            raise InputError(f"{A}.ppo_micro_batch_size_per_gpu", "not set; verl requires it (or the older global "
+                             "ppo_micro_batch_size) unless use_dynamic_bsz=true")
+        out.set("batch.micro_batch_size", micro)
     logprob = [k for k in (R, "actor_rollout_ref.ref") if not C.as_bool(f"{k}.log_prob_use_dynamic_bsz", g(f"{k}.log_prob_use_dynamic_bsz"))]
-    sizes = [C.as_int(f"{k}.log_prob_micro_batch_size_per_gpu", g(f"{k}.log_prob_micro_batch_size_per_gpu"), 1)
-             for k in logprob if g(f"{k}.log_prob_micro_batch_size_per_gpu") is not None]
+    sizes = [size for k in logprob if (size := _micro_per_gpu(cfg, k, "log_prob_micro_batch_size", world // sp)) is not None]
     if logprob and not sizes:
-        raise InputError(f"{logprob[0]}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it unless log_prob_use_dynamic_bsz=true")
+        raise InputError(f"{logprob[0]}.log_prob_micro_batch_size_per_gpu", "not set; verl requires it (or the older "
+                         "global log_prob_micro_batch_size) unless log_prob_use_dynamic_bsz=true")
     if sizes:
         out.set("batch.logprob_micro_batch_size", max(sizes))
     _round_and_schedule(cfg, sp, out)
+
+
+def _micro_per_gpu(cfg: _Config, role: str, name: str, data_parallel: int) -> int | None:
+    """`{name}_per_gpu`, or the older global `{name}` divided over the data-parallel ranks as
+    verl's workers do before building the actor (`fsdp_workers.py` ActorRolloutRefWorker.__init__,
+    0.4.1 to 0.9.1: `ppo_micro_batch_size //= world // ulysses`, the same for the rollout's and
+    the reference's `log_prob_micro_batch_size`); verl refuses both set at once."""
+    g = cfg.get
+    per_gpu, total = g(f"{role}.{name}_per_gpu"), g(f"{role}.{name}")
+    if per_gpu is not None and total is not None:
+        raise InputError(f"{role}.{name}", f"set together with {name}_per_gpu; verl allows one of them")
+    if per_gpu is not None:
+        return C.as_int(f"{role}.{name}_per_gpu", per_gpu, 1)
+    if total is None:
+        return None
+    micro = C.as_int(f"{role}.{name}", total, 1) // max(data_parallel, 1)
+    if micro < 1:
+        raise InputError(f"{role}.{name}", f"{total} is fewer than the {data_parallel} data-parallel ranks it is "
+                         f"divided over (verl's per-GPU micro-batch would be 0); allowed: at least {data_parallel}")
+    return micro
 
 
 def _round_and_schedule(cfg: _Config, sp: int, out: N.Collected) -> None:

@@ -63,10 +63,22 @@ def render_files(spec: Any) -> dict[str, str]:
         f"Launch: bash run_verl.sh (python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME}).",
         "Batch sizes give one optimizer step per rollout; gradient accumulation has no effect on planned memory.",
         "Fill in data.train_files / data.val_files and the reward function before training.",
+        *_vllm_directive(spec),
     ])
     script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}"]) + 'cd "$(dirname "$0")"\n'
               f"python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME} \"$@\"\n")
     return {f"{CONFIG_NAME}.yaml": head + N.dump_yaml(config), "run_verl.sh": script}
+
+
+VLLM_BEFORE_GRAPHS_IN_BUDGET = "0.12.0"
+"""The newest vLLM verl 0.4-0.8 allowed (setup.py), named when the spec captures graphs on top of the budget."""
+
+
+def _vllm_directive(spec: Any) -> list[str]:
+    """The spec's vLLM release as the reader reads it back (`reader._stated_vllm`)."""
+    ro = spec.rollout
+    stated = ro.vllm_version or (None if ro.cuda_graphs_in_budget else VLLM_BEFORE_GRAPHS_IN_BUDGET)
+    return [f"oomless: vllm=={stated}"] if stated else []
 
 
 def _spec_to_config(spec: Any) -> dict[str, Any]:
@@ -86,7 +98,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
     C.require(spec, "logits", ("full_bf16", "chunked", "fused"), fw)
     C.require(spec, "batch.padding_free", (spec.batch.max_tokens_per_gpu is not None,), fw)  # the reader: use_dynamic_bsz
-    C.require(spec, "distribution.offload_reference_params", (False,), fw)
+    # verl offloads the separate reference of full fine-tuning whatever its config says (the reader)
+    C.require(spec, "distribution.offload_reference_params", (spec.finetune.method.value == "full",), fw)
     if lora:
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     for what in ("offload_model", "offload_optimizer"):

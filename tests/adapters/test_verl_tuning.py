@@ -1,0 +1,108 @@
+"""What verl's own `examples/tuning/` scripts (published as the least hardware each model runs on,
+docs/perf/device_tuning.rst) need read as verl runs them: the older global micro-batch keys, the
+reference verl always offloads, the vLLM release a script names, an engine spanning nodes, and
+FSDP's optimizer step without a second fp32 gradient."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oomless.errors import InputError
+from oomless.spec.load import parse_spec
+from tests.adapters.native_helpers import imported
+from tests.helpers import BASE_SPEC, component, merged, plan_of
+
+LORA = ("actor_rollout_ref.model.lora_rank=32 actor_rollout_ref.model.lora_alpha=32 "
+        "actor_rollout_ref.model.target_modules=all-linear")
+
+
+def script(tmp_path: Path, *overrides: str, gpus: int = 8, nodes: int = 1, head: str = "",
+           model: str = "Qwen/Qwen2.5-7B-Instruct") -> Path:
+    body = " \\\n    ".join([
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo",
+        "data.train_batch_size=64 data.max_prompt_length=512 data.max_response_length=1024",
+        f"actor_rollout_ref.model.path={model} actor_rollout_ref.actor.ppo_mini_batch_size=32",
+        "actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_coef=0.001",
+        "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.n=4",
+        f"trainer.n_gpus_per_node={gpus} trainer.nnodes={nodes}", *overrides])
+    path = tmp_path / "run.sh"
+    path.write_text(head + body + "\n")
+    return path
+
+
+PER_GPU = ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
+           "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4")
+
+
+def test_global_micro_batches_are_divided_over_the_data_parallel_ranks(tmp_path: Path) -> None:
+    # fsdp_workers.py: ppo_micro_batch_size //= world // ulysses (the same for the log-prob keys)
+    spec = imported("verl", script(tmp_path, "actor_rollout_ref.actor.ppo_micro_batch_size=64",
+                                   "actor_rollout_ref.rollout.log_prob_micro_batch_size=32",
+                                   "actor_rollout_ref.ref.log_prob_micro_batch_size=32"), gpu="H100-80GB")
+    assert (spec.batch.micro_batch_size, spec.batch.logprob_micro_batch_size) == (8, 4)
+    sp = imported("verl", script(tmp_path, "actor_rollout_ref.actor.ppo_micro_batch_size=64",
+                                 "actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+                                 "actor_rollout_ref.rollout.log_prob_micro_batch_size=32"), gpu="H100-80GB")
+    assert (sp.batch.micro_batch_size, sp.batch.logprob_micro_batch_size) == (16, 8)  # 4 data-parallel ranks
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    (("actor_rollout_ref.actor.ppo_micro_batch_size=64", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+      "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"), "actor_rollout_ref.actor.ppo_micro_batch_size"),
+    (("actor_rollout_ref.actor.ppo_micro_batch_size=4", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"),
+     "actor_rollout_ref.actor.ppo_micro_batch_size"),
+])
+def test_both_micro_keys_or_too_few_rows_are_refused(tmp_path: Path, overrides: tuple[str, ...], field: str) -> None:
+    with pytest.raises(InputError) as err:
+        imported("verl", script(tmp_path, *overrides), gpu="H100-80GB")
+    assert err.value.field == field
+
+
+def test_the_reference_of_full_fine_tuning_lives_on_the_cpu(tmp_path: Path) -> None:
+    full = imported("verl", script(tmp_path, PER_GPU), gpu="H100-80GB")
+    assert full.distribution.offload_reference_params
+    plan = plan_of(full.model_dump(mode="json"))
+    assert component(plan, "logprob", "reference.weights") == 0
+    host = {c.name for p in plan.host.phases for c in p.components}
+    assert "offload.reference.params_pinned" in host
+    lora = imported("verl", script(tmp_path, PER_GPU, LORA), gpu="H100-80GB")
+    assert not lora.distribution.offload_reference_params  # the actor with its adapters off
+
+
+def test_a_stated_vllm_release_places_cuda_graphs(tmp_path: Path) -> None:
+    newest = plan_of(imported("verl", script(tmp_path, PER_GPU), gpu="H100-80GB").model_dump(mode="json"))
+    old_spec = imported("verl", script(tmp_path, PER_GPU, head="# oomless: vllm==0.8.3\n"), gpu="H100-80GB")
+    assert (old_spec.rollout.vllm_version, old_spec.rollout.cuda_graphs_in_budget) == ("0.8.3", False)
+    old = plan_of(old_spec.model_dump(mode="json"))
+    # vLLM < 0.21 captures graphs after sizing the KV cache (the cache gets their bytes); its
+    # release also picks the sampler the start-up profile runs (memory/vllm_sampler.py)
+    for plan, graphs_inside in ((old, False), (newest, True)):
+        b = plan.engine
+        assert b.cuda_graph_bytes > 0
+        assert b.kv_cache_bytes == (b.requested_bytes - b.weight_bytes - b.activation_bytes - b.non_torch_bytes
+                                    - (b.cuda_graph_bytes if graphs_inside else 0))
+    assert old.engine.activation_bytes != newest.engine.activation_bytes
+
+
+def test_a_colocated_engine_may_span_whole_nodes(tmp_path: Path) -> None:
+    spec = imported("verl", script(tmp_path, PER_GPU, "actor_rollout_ref.rollout.tensor_model_parallel_size=16",
+                                   nodes=4, model="Qwen/Qwen2-72B-Instruct"), gpu="H800")
+    assert spec.rollout.tensor_parallel_size == 16
+    one_node = plan_of(merged(spec.model_dump(mode="json"), **{"rollout.tensor_parallel_size": 8}))
+    two_nodes = plan_of(spec.model_dump(mode="json"))
+    assert component(two_nodes, "rollout", "vllm.weights") < component(one_node, "rollout", "vllm.weights")
+    for tp, nodes in ((12, 4), (16, 1), (16, 3)):
+        with pytest.raises(InputError, match="tensor_parallel_size"):
+            parse_spec(merged(spec.model_dump(mode="json"), **{"rollout.tensor_parallel_size": tp,
+                                                             "hardware.num_nodes": nodes}))
+
+
+def test_fsdp_steps_on_its_own_fp32_gradients() -> None:
+    # torch AdamW on FSDP's flat parameter: `.grad` is already fp32 under mixed precision
+    fsdp = plan_of(merged(BASE_SPEC, **{"distribution.strategy": "fsdp"}))
+    assert component(fsdp, "optimizer", "optimizer.fp32_grads") == 0
+    assert component(fsdp, "optimizer", "policy.grads") > 0
+    zero2 = plan_of(merged(BASE_SPEC, **{"distribution.strategy": "zero2"}))
+    assert component(zero2, "optimizer", "optimizer.fp32_grads") > 0  # DeepSpeed's fp32 partition
