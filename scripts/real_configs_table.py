@@ -123,12 +123,34 @@ def run_subprocess(entry: dict[str, Any]) -> Outcome:
     args, source = plan_args(entry)
     oomless = Path(sys.executable).with_name("oomless")
     command = [str(oomless)] if oomless.exists() else [sys.executable, "-m", "oomless"]
+    run_args, stated = list(args), _with_stated_vllm(entry, args[3])
+    if stated is not None:
+        run_args[3] = str(Path(args[3]).with_name(stated.name))
     try:
-        done = subprocess.run([*command, *args], cwd=CORPUS / entry["root"], capture_output=True, text=True,
+        done = subprocess.run([*command, *run_args], cwd=CORPUS / entry["root"], capture_output=True, text=True,
                               timeout=TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return classify(entry, args, source, None, "", "")
-    return classify(entry, args, source, done.returncode, done.stdout, done.stderr)
+    finally:
+        if stated is not None:
+            stated.unlink(missing_ok=True)
+    stdout, stderr = done.stdout, done.stderr
+    if stated is not None:  # messages name the user's file, not the copy
+        stdout, stderr = (text.replace(stated.name, Path(args[3]).name) for text in (stdout, stderr))
+    return classify(entry, args, source, done.returncode, stdout, stderr)
+
+
+def _with_stated_vllm(entry: dict[str, Any], file: str) -> Path | None:
+    """Where the source states the vLLM release (hardware.yaml `vllm`, e.g. verl's device_tuning.rst
+    "vllm0.8.3"), the file is planned as a user who names it would: a copy beside it (its relative
+    paths unchanged) headed by `# oomless: vllm==X`, removed after."""
+    stated = (entry.get("hardware") or {}).get("vllm")
+    if stated is None:
+        return None
+    original = CORPUS / entry["root"] / file
+    copy = original.with_name(f".stated-vllm-{original.name}")
+    copy.write_text(f"# oomless: vllm=={stated}\n" + original.read_text(encoding="utf-8"), encoding="utf-8")
+    return copy
 
 
 def planned_share(outcomes: list[Outcome]) -> float:

@@ -18,12 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import real_configs_table as table  # noqa: E402  (scripts/ is not a package)
 
-PLANNED_SHARE_FLOOR = 0.935
+PLANNED_SHARE_FLOOR = 0.93
 """The planned share measured when the corpus was collected (docs/real-configs.md); raise it as
 fixes land, never lower it to make a change pass. The goal (issue 13) is 0.90. Set from 0.94 to
 0.935 once, when the corpus grew by open-r1's four `sbatch` README commands (232 of 247 planned,
 93.9 %): one of them, ca8664d's line 184, names a recipe that does not exist and is refused for
-it, which is right; no file that planned before is refused now."""
+it, which is right; no file that planned before is refused now. Set to 0.93 when it grew by
+verl's twelve examples/tuning scripts (242 of 259, 93.4 %): two are refused rightly (the 32B
+Megatron script, a backend oomless does not plan; the 70B H20 script passes the literal string
+`model_path` as the model), and no file that planned before is refused."""
 
 MANIFEST = table.load_manifest()
 REFUSAL = re.compile(r"^error: \S.*\S$")
