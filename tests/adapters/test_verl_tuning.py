@@ -106,3 +106,21 @@ def test_fsdp_steps_on_its_own_fp32_gradients() -> None:
     assert component(fsdp, "optimizer", "policy.grads") > 0
     zero2 = plan_of(merged(BASE_SPEC, **{"distribution.strategy": "zero2"}))
     assert component(zero2, "optimizer", "optimizer.fp32_grads") > 0  # DeepSpeed's fp32 partition
+
+
+def test_fit_writes_the_global_micro_keys_a_file_uses(tmp_path: Path) -> None:
+    """A script in the older global keys gets its fix in them (× the data-parallel ranks), never
+    beside a `_per_gpu` key verl would refuse with it (verl/utils/config.py check_mutually_exclusive)."""
+    from tests.adapters.native_helpers import fit_write
+
+    source = script(tmp_path, "actor_rollout_ref.actor.ppo_micro_batch_size=256",
+                    "actor_rollout_ref.rollout.log_prob_micro_batch_size=256", "data.max_response_length=8192",
+                    "actor_rollout_ref.actor.ppo_mini_batch_size=64")
+    assert imported("verl", source, gpu="A100-40GB").batch.micro_batch_size == 32
+    out = tmp_path / "out"
+    result = fit_write("verl", source, out, "--gpu", "A100-40GB")
+    assert result.exit_code == 0, result.output
+    written = (out / "run.sh").read_text()
+    assert "_per_gpu" not in written and "ppo_micro_batch_size=256" not in written
+    again = imported("verl", out / "run.sh", gpu="A100-40GB")
+    assert again.batch.micro_batch_size < 32

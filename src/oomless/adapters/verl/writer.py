@@ -21,7 +21,10 @@ CONFIG_NAME = "verl_ppo"
 
 NATIVE_STYLE = "hydra"
 """A launch script's `key=value` overrides (a YAML: the nested keys)."""
-NATIVE_DIALECTS = (VERSION,)
+GLOBAL_MICRO = "global-micro-batches"
+"""The older global `ppo_micro_batch_size` / `log_prob_micro_batch_size` (verl divides them over the
+data-parallel ranks: reader `_micro_per_gpu`): `fit --write` keeps a file that sets them in them."""
+NATIVE_DIALECTS = (VERSION, GLOBAL_MICRO)
 MAIN_FILE = f"{CONFIG_NAME}.yaml"
 
 
@@ -29,7 +32,15 @@ def native_settings(spec: Any, dialect: str = VERSION) -> dict[str, Any]:
     """Dotted verl config key → value: what `export_spec` writes into its Hydra config, and what
     `fit --from verl --write` patches into the user's overrides or YAML (one mapping for both)."""
     config = _spec_to_config(spec)
-    return flatten({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+    values = flatten({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
+    if dialect != GLOBAL_MICRO:
+        return values
+    ranks = spec.hardware.gpus_per_node * spec.hardware.num_nodes // max(spec.distribution.sequence_parallel_size, 1)
+    return {(k.removesuffix("_per_gpu") if k.endswith(MICRO_KEYS) else k): (v * ranks if k.endswith(MICRO_KEYS) and v else v)
+            for k, v in values.items()}
+
+
+MICRO_KEYS = (".ppo_micro_batch_size_per_gpu", ".log_prob_micro_batch_size_per_gpu")
 
 
 def added_override_prefix(path: Path, text: str) -> Callable[[str], str]:
@@ -148,6 +159,9 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if optim:
         actor["optim"] = optim
     if spec.batch.max_tokens_per_gpu is not None:
+        # under use_dynamic_bsz the token budget alone sets the micro-batch (reader `_dynamic_batch`)
+        sequence = prompt_bound_with_images(spec) + spec.lengths.max_completion_tokens
+        C.require(spec, "batch.micro_batch_size", (max(1, spec.batch.max_tokens_per_gpu // sequence),), fw)
         actor["ppo_max_token_len_per_gpu"] = spec.batch.max_tokens_per_gpu
         logprob = spec.batch.logprob_max_tokens_per_gpu or spec.batch.max_tokens_per_gpu
         rollout.update(log_prob_use_dynamic_bsz=True, log_prob_max_token_len_per_gpu=logprob)
