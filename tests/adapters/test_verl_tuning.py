@@ -124,3 +124,16 @@ def test_fit_writes_the_global_micro_keys_a_file_uses(tmp_path: Path) -> None:
     assert "_per_gpu" not in written and "ppo_micro_batch_size=256" not in written
     again = imported("verl", out / "run.sh", gpu="A100-40GB")
     assert again.batch.micro_batch_size < 32
+
+
+def test_a_repeated_override_is_changed_everywhere() -> None:
+    """verl's tuning scripts set `enable_gradient_checkpointing=True` twice; Hydra applies both,
+    so changing only the first would be undone by the second."""
+    from oomless.adapters.patch.shell_text import patch_shell
+
+    key = "actor_rollout_ref.model.enable_gradient_checkpointing"
+    text = f"python3 -m verl.trainer.main_ppo \\\n    {key}=True \\\n    trainer.nnodes=1 \\\n    {key}=True\n"
+    out = patch_shell(text, {key: False}, "hydra", "run.sh", [key, "trainer.nnodes"])
+    assert out.count(f"{key}=False") == 2 and f"{key}=True" not in out
+    removed = patch_shell(text, {key: None}, "hydra", "run.sh", [key, "trainer.nnodes"])
+    assert key not in removed and "trainer.nnodes=1" in removed

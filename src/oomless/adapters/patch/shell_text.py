@@ -226,11 +226,12 @@ class _Command:
         return None
 
     def find_override(self, key: str) -> int | None:
-        for i, w in enumerate(self.words):
-            u = _unquoted(w.text).lstrip("+")
-            if u.startswith(key + "="):
-                return i
-        return None
+        found = self.find_overrides(key)
+        return found[0] if found else None
+
+    def find_overrides(self, key: str) -> list[int]:
+        """Every word overriding ``key`` (a script may repeat one; Hydra applies them in order)."""
+        return [i for i, w in enumerate(self.words) if _unquoted(w.text).lstrip("+").startswith(key + "=")]
 
     def value_span(self, i: int) -> tuple[int, int]:
         """Indices [i+1, j) of the words after flag ``i`` that are its values."""
@@ -355,20 +356,21 @@ def _remove(command: _Command, a: int, b: int, edits: list[Edit]) -> None:
 
 def _hydra_edit(command: _Command, key: str, value: Any, edits: list[Edit], appended: list[str],
                 added_prefix: AddedPrefix | None) -> None:
-    i = command.find_override(key)
-    if i is None:
+    found = command.find_overrides(key)
+    if not found:
         if value is not None:
             appended.append(f"{added_prefix(key) if added_prefix else ''}{key}={hydra_value(value)}")
         return
-    if value is None:
-        _remove(command, i, i + 1, edits)
-        return
-    w = command.words[i]
-    prefix, old = _unquoted(w.text).split("=", 1)
-    text = hydra_value(value)
-    if isinstance(value, bool) and old in ("True", "False"):
-        text = text.capitalize()  # the script's own spelling of booleans
-    edits.append(Edit(w.start, w.end, f"{prefix}={text}"))
+    for i in found:  # each repetition, so no later one undoes the change
+        if value is None:
+            _remove(command, i, i + 1, edits)
+            continue
+        w = command.words[i]
+        prefix, old = _unquoted(w.text).split("=", 1)
+        text = hydra_value(value)
+        if isinstance(value, bool) and old in ("True", "False"):
+            text = text.capitalize()  # the script's own spelling of booleans
+        edits.append(Edit(w.start, w.end, f"{prefix}={text}"))
 
 
 def _flag_edit(command: _Command, key: str, value: Any, style: str, edits: list[Edit], appended: list[str]) -> None:
