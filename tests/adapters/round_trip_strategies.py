@@ -181,7 +181,7 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
         gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
-        logits=draw(st.sampled_from(["full_bf16", "chunked", "fused"])),
+        logits=draw(st.sampled_from(["full_bf16", "chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"])),
         distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
                       "sequence_parallel_size": ulysses, "offload_reference_params": ft["method"] == "full"},
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": False, "sleep_level": sleep,

@@ -137,3 +137,31 @@ def test_a_repeated_override_is_changed_everywhere() -> None:
     assert out.count(f"{key}=False") == 2 and f"{key}=True" not in out
     removed = patch_shell(text, {key: None}, "hydra", "run.sh", [key, "trainer.nnodes"])
     assert key not in removed and "trainer.nnodes=1" in removed
+
+
+@pytest.mark.parametrize(("overrides", "mode"), [
+    ((), "bf16_flash_ce"),  # verl 0.9.1 defaults: use_remove_padding true, entropy_coeff 0
+    (("actor_rollout_ref.actor.entropy_coeff=0.001",), "bf16_flash_ce_entropy"),
+    (("actor_rollout_ref.actor.calculate_entropy=True",), "bf16_flash_ce_entropy"),
+    (("actor_rollout_ref.model.use_remove_padding=False",), "full_bf16"),
+])
+def test_the_logits_follow_verls_loss_path(tmp_path: Path, overrides: tuple[str, ...], mode: str) -> None:
+    assert imported("verl", script(tmp_path, PER_GPU, *overrides), gpu="H100-80GB").logits.value == mode
+
+
+def test_verl_logits_by_hand() -> None:
+    """One packed row of 1,000 tokens of Qwen2.5-7B (V 152,064, h 3,584, untied head), full
+    fine-tuning: E_s = 152,064,000 logits of 2 bytes."""
+    from oomless.catalog.resolve import load_catalog_model
+    from oomless.memory import logits as L
+    from oomless.spec.run import LogitsMode
+
+    arch = load_catalog_model("Qwen/Qwen2.5-7B-Instruct")
+    es, lm_input = 152_064_000, 2 * 3_584 * 1_000
+    # the in-place division's backward: the gradient over the logits plus its divided copy
+    assert L.training_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == lm_input + 2 * 2 * es
+    # with entropy: the logits, the cross-entropy's own gradient and the entropy's
+    assert L.training_logits_bytes(arch, LogitsMode.bf16_flash_ce_entropy, 1, 999, 1, 1_000) == lm_input + 3 * 2 * es
+    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == 2 * es
+    # every position counts, not only the completion TRL's moment keeps
+    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 2, 100, 1, 1_000) == 2 * 2 * 1_000 * 152_064

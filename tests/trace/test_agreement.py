@@ -35,7 +35,7 @@ CASES = [
     # OpenRLHF (every position in fp32, flash-attn's cross-entropy) and ORZ (every position in bf16, an entropy pass)
     *[(family, "sdpa", gc, mode, shape) for family, shape in (("qwen2", (2, 96, 32)), ("qwen2", (1, 101, 30)),
                                                               ("llama", (2, 96, 32)))
-      for gc in (True, False) for mode in ("fp32_all_positions", "bf16_all_positions")],
+      for gc in (True, False) for mode in ("fp32_all_positions", "bf16_all_positions", "bf16_flash_ce")],
     ("qwen3_moe", "flash_attention_2", True, "full_bf16", (1, 180, 60)),
     # fused q/k/v without GQA (sdpa keeps the fused output, eager copies v), LayerNorm, plain MLP
     *[("gpt_neox", attention, gc, "full_bf16", (2, 96, 32)) for attention in ("flash_attention_2", "eager")

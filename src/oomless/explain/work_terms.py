@@ -189,6 +189,8 @@ LOGPROB = {
     LogitsMode.fused: "c * V * (B + F)",
     LogitsMode.fp32_all_positions: "(B + F) * ES",
     LogitsMode.bf16_all_positions: "(B + B) * ES",
+    LogitsMode.bf16_flash_ce: "B * ES",
+    LogitsMode.bf16_flash_ce_entropy: "B * ES",
 }
 TRAINING = {
     LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",
@@ -202,9 +204,12 @@ TRAINING = {
                                    "lm_all + B * ES + tied + B * h * b * s + F * ES)",
     LogitsMode.bf16_all_positions: "max(lm_all + B * (3 * ES + EC), lm_all + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * ES + EC), "
                                    "lm_all + B * (ES + EC) + B * ES + tied + B * h * b * s)",
+    LogitsMode.bf16_flash_ce: "max(lm_all + B * FLASH_CE_DIVIDE_BACKWARD_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
+    LogitsMode.bf16_flash_ce_entropy: "max(lm_all + B * FLASH_CE_ENTROPY_BACKWARD_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
 }
 CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
-             "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES", "BF16_ALL_POSITIONS_BACKWARD_COPIES")
+             "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES", "BF16_ALL_POSITIONS_BACKWARD_COPIES",
+             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "FLASH_CE_DIVIDE_BACKWARD_COPIES")
 
 
 def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
@@ -252,7 +257,9 @@ def logits(ctx: Ctx, name: str) -> Formula:
         expression, inputs, fn = LOGPROB[mode], _logit_inputs(ctx) + constants + (buffer,), L.logprob_logits_bytes
     source = {LogitsMode.fused: doc_source(L.fused_grad_weight_bytes), LogitsMode.chunked_head: doc_source(L.chunked_head_training_bytes),
               LogitsMode.fp32_all_positions: doc_source(L.all_positions_training_bytes),
-              LogitsMode.bf16_all_positions: doc_source(L.orz_training_bytes)}.get(
+              LogitsMode.bf16_all_positions: doc_source(L.orz_training_bytes),
+              LogitsMode.bf16_flash_ce: doc_source(L.flash_ce_training_bytes),
+              LogitsMode.bf16_flash_ce_entropy: doc_source(L.flash_ce_training_bytes)}.get(
         mode, "TRL trainer/utils.py selective_log_softmax, _get_per_token_logps_and_entropies (logits_to_keep = c + 1); "
         "verl utils/torch_functional.py; traced moments (`oomless trace`, memory/logits.py)")
     return Formula(expression, _used(expression, inputs), source, code_ref(fn), note=f"logits mode {mode.value}")

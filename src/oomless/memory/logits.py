@@ -170,6 +170,40 @@ def orz_training_bytes(arch: ModelArch, num_sequences: int, completion_len: int,
                head_backward + B * (es + ec))
 
 
+FLASH_CE_ENTROPY_BACKWARD_COPIES = 3
+"""verl in training with entropy, per logit of every position, bf16 at the backward: the logits
+(saved by the cross-entropy and by the compiled entropy), the cross-entropy's gradient (a new
+tensor once ``inplace_backward`` is off) and the entropy's gradient, before autograd sums them.
+Source: verl 0.9.1 workers/actor/dp_actor.py (``inplace_backward = False`` when
+``calculate_entropy``; ``torch.compile(entropy_from_logits)`` when ``use_torch_compile``, the
+default: its forward fuses softmax, product and sum, so no [tokens, vocab] intermediate stays);
+flash-attn ops/triton/cross_entropy.py. Not traced (the compiled kernel has no fake-tensor form);
+eager entropy (`use_torch_compile` false) keeps the softmax and more: planned the same."""
+
+
+FLASH_CE_DIVIDE_BACKWARD_COPIES = 2
+"""verl without entropy, at the backward of ``logits.div_(temperature)``: the gradient the
+cross-entropy wrote over the logits and the divided gradient autograd makes of it (a new tensor
+whatever the temperature). Traced (`oomless trace`, tests/trace/test_agreement.py)."""
+
+
+def flash_ce_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool, entropy: bool) -> int:
+    """`bf16_flash_ce` / `bf16_flash_ce_entropy` (verl): E_s = b·s·V bf16 logits, every position
+    (remove-padding packs the real tokens into one row; the model is called without
+    logits_to_keep). Without entropy the cross-entropy writes its gradient into the logits and
+    the in-place division's backward copies it (`FLASH_CE_DIVIDE_BACKWARD_COPIES` E_s); with
+    entropy the backward holds `FLASH_CE_ENTROPY_BACKWARD_COPIES` E_s. Source: verl 0.9.1
+    workers/actor/dp_actor.py `_forward_micro_batch` (``logits_rmpad.div_(temperature)``,
+    ``logprobs_from_logits(..., inplace_backward=True)``), utils/torch_functional.py
+    (`logprobs_from_logits_flash_attn`); flash-attn ops/triton/cross_entropy.py
+    (``inplace_backward``); the no-entropy case checked by `oomless trace`."""
+    es = num_sequences * seq_len * arch.vocab_size
+    lm_input, head_backward = _whole_row_head(arch, num_sequences, seq_len, frozen_head)
+    if entropy:
+        return max(lm_input + B * FLASH_CE_ENTROPY_BACKWARD_COPIES * es, head_backward)
+    return max(lm_input + B * FLASH_CE_DIVIDE_BACKWARD_COPIES * es, head_backward)
+
+
 def training_logits_bytes(
     arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
     frozen_head: bool = False,
@@ -192,6 +226,7 @@ def training_logits_bytes(
     - chunked_head: TRL >= 1.0's tiled LM head (`chunked_head_training_bytes`).
     - fp32_all_positions: OpenRLHF, every position in fp32 (`all_positions_training_bytes`).
     - bf16_all_positions: ORZ, every position in bf16 with an entropy pass (`orz_training_bytes`).
+    - bf16_flash_ce(_entropy): verl, every position in bf16, flash-attn's cross-entropy (`flash_ce_training_bytes`).
     A frozen LM head (LoRA) keeps no input and makes no weight gradient.
     """
     b, c, v = num_sequences, completion_len, arch.vocab_size
@@ -200,6 +235,8 @@ def training_logits_bytes(
         return all_positions_training_bytes(arch, b, s, frozen_head)
     if mode == LogitsMode.bf16_all_positions:
         return orz_training_bytes(arch, b, c, s, frozen_head)
+    if mode in (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy):
+        return flash_ce_training_bytes(arch, b, s, frozen_head, mode == LogitsMode.bf16_flash_ce_entropy)
     e, e1 = b * c * v, b * (c + 1) * v
     lm_input = 0 if frozen_head else lm_head_input_bytes(arch, b, c, s)
     kept = lm_input + _final_softcap_bytes(arch, b, c)
@@ -225,11 +262,13 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     head output with its divided copy (bf16; fp32 upcast first for full_fp32), the bf16
     copy with one chunk's fp32 upcast and log-softmax, (chunked_head) the gathered hidden
     states with the work buffer, or every position's bf16 logits (``seq_len`` a row) with
-    their fp32 copy (fp32_all_positions, OpenRLHF) or their bf16 log-softmax (bf16_all_positions,
-    ORZ)."""
+    their fp32 copy (fp32_all_positions, OpenRLHF), their bf16 log-softmax (bf16_all_positions,
+    ORZ), or alone (verl: flash-attn's cross-entropy keeps per-row sums; the old-log-prob entropy
+    is compiled and fused, `FLASH_CE_ENTROPY_BACKWARD_COPIES`)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
-    if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions):  # + fp32 copy / + log-softmax
-        per_logit = B + F if mode == LogitsMode.fp32_all_positions else B + B
+    if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions, LogitsMode.bf16_flash_ce,
+                LogitsMode.bf16_flash_ce_entropy):  # + fp32 copy / + log-softmax / verl: the logits alone
+        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(mode, B)
         return per_logit * b * (seq_len if seq_len is not None else c + 1) * v
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:

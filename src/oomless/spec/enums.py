@@ -67,6 +67,15 @@ class LogitsMode(str, Enum):
     """Every position's bf16 logits, one `log_softmax` over all of them kept for backward, and a
     second, no-grad one for the entropy whose completion part stays alive (Open-Reasoner-Zero
     `orz/ppo/models.py` Actor.forward, `orz/ppo/actors.py` training_step)."""
+    bf16_flash_ce = "bf16_flash_ce"
+    """Every position's bf16 logits divided by the temperature in place, log-probs by flash-attn's
+    Triton cross-entropy writing its gradient into the logits (``inplace_backward``): verl with
+    remove-padding when no entropy is computed (`workers/actor/dp_actor.py` `_forward_micro_batch`,
+    `utils/torch_functional.py` `logprobs_from_logits`)."""
+    bf16_flash_ce_entropy = "bf16_flash_ce_entropy"
+    """As bf16_flash_ce with the entropy computed in training (verl `entropy_coeff` ≠ 0 or
+    `calculate_entropy`): the cross-entropy's gradient is a separate tensor and the entropy
+    (`entropy_from_logits`, torch.compile'd by default) gives one more in backward."""
     chunked_head = "chunked_head"
     """TRL >= 1.15 `add_fused_lm_head` (absent in 1.0-1.14 per the wheels): the LM head runs in [4096 positions × 32,768 vocab] tiles
     of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""

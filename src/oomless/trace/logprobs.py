@@ -29,6 +29,10 @@ temperature (``logits / temperature``, a copy), then:
   ``logits[:, :-1]`` and ``gather`` of the next tokens, the completion's slice; in training a
   no-grad ``log_softmax`` of the same logits whose completion part (``torch.cat`` of the
   slices) stays a local until the step returns, like the output (``keep``).
+- ``bf16_flash_ce``: verl's remove-padding path without entropy: every position's bf16 logits,
+  divided in place, flash-attn's cross-entropy writing its gradient over them
+  (``inplace_backward``). With entropy (``bf16_flash_ce_entropy``) verl's torch.compile'd
+  `entropy_from_logits` is not traced.
 - ``fused`` (Liger's fused linear GRPO loss) runs Triton kernels on one sequence at a time and
   is not traced: the planner's formula for it (`memory.logits.FUSED_SEQUENCE_BYTES_PER_LOGIT`)
   stands alone.
@@ -98,7 +102,8 @@ class FlashCrossEntropy(torch.autograd.Function):
     runs on fake tensors."""
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, inplace: bool = False) -> torch.Tensor:  # type: ignore[override]
+        ctx.inplace = inplace
         rows = logits.shape[0]
         losses = torch.empty(rows, dtype=torch.float32, device=logits.device)
         lse = torch.empty(rows, dtype=torch.float32, device=logits.device)
@@ -108,9 +113,10 @@ class FlashCrossEntropy(torch.autograd.Function):
         return losses
 
     @staticmethod
-    def backward(ctx, grad_losses: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, grad_losses: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
         logits, _lse, _labels = ctx.saved_tensors
-        return torch.empty_like(logits), None
+        # inplace_backward (verl's call): the kernel writes the gradient over the logits
+        return (logits if ctx.inplace else torch.empty_like(logits)), None, None
 
 
 def all_positions_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -124,6 +130,18 @@ def all_positions_logps(model: torch.nn.Module, input_ids: torch.Tensor, attenti
     rows = FlashCrossEntropy.apply(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
     log_probs = (-rows).view(*input_ids.shape)[:, :-1]
     return log_probs[:, -completion_len:]
+
+
+def verl_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               completion_len: int) -> torch.Tensor:
+    """verl's `_forward_micro_batch` without entropy: every position's bf16 logits divided by the
+    temperature in place, flash-attn's cross-entropy with ``inplace_backward`` over the rolled
+    labels, the completion's slice (remove-padding packs the same tokens into one row)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+    logits.div_(TEMPERATURE)
+    labels = torch.roll(input_ids, shifts=-1, dims=1)
+    rows = FlashCrossEntropy.apply(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), True)
+    return (-rows).view(*input_ids.shape)[:, :-1][:, -completion_len:]
 
 
 def orz_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -145,10 +163,10 @@ def orz_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: t
 
 
 def check_traceable(mode: LogitsMode) -> None:
-    if mode == LogitsMode.fused:
+    if mode in (LogitsMode.fused, LogitsMode.bf16_flash_ce_entropy):
         raise InputError(
-            "logits", "fused (Liger's Triton kernels, which have no fake-tensor form) is not traced; trace "
-            "full_bf16, full_fp32, chunked or chunked_head"
+            "logits", f"{mode.value} (Liger's Triton kernels / verl's torch.compile'd entropy, which have no "
+            "fake-tensor form) is not traced; trace full_bf16, full_fp32, chunked, chunked_head or bf16_flash_ce"
         )
 
 
@@ -162,6 +180,8 @@ def per_token_logps(
         return all_positions_logps(model, input_ids, attention_mask, completion_len, keep)
     if mode == LogitsMode.bf16_all_positions:
         return orz_logps(model, input_ids, attention_mask, completion_len, keep)
+    if mode == LogitsMode.bf16_flash_ce:
+        return verl_logps(model, input_ids, attention_mask, completion_len)
     if mode == LogitsMode.chunked_head:
         from .tiled_head import tiled_head_logps
 

@@ -44,7 +44,8 @@ MAPPED = {
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", f"{M}.enable_gradient_checkpointing",
     f"{M}.lora_rank", f"{M}.lora_alpha", f"{M}.target_modules", f"{M}.use_fused_kernels", f"{M}.use_liger",
     f"{M}.override_config.attn_implementation", f"{A}.entropy_from_logits_with_chunking",
-    f"{A}.entropy_from_logits_chunk_size", f"{R}.name", f"{R}.mode", f"{R}.gpu_memory_utilization",
+    f"{A}.entropy_from_logits_chunk_size", f"{M}.use_remove_padding", f"{A}.entropy_coeff", f"{A}.calculate_entropy",
+    f"{R}.name", f"{R}.mode", f"{R}.gpu_memory_utilization",
     f"{R}.tensor_model_parallel_size", f"{R}.max_num_batched_tokens", f"{R}.max_num_seqs", f"{R}.max_model_len",
     f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.n", f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image",
     "data.max_prompt_length", "data.max_response_length", "data.mm_processor_kwargs.max_pixels",
@@ -58,7 +59,7 @@ MAPPED = {
 OPTIM_FLAGS = ("fused", "foreach")
 """Keys of `optim.override_optimizer_config` read as torch AdamW's implementation flags."""
 NO_MEMORY_EFFECT = (
-    f"{A}.ppo_epochs", f"{M}.use_remove_padding",
+    f"{A}.ppo_epochs",
 )
 ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
 UNPLANNED = {"critic.model.use_liger": "the spec's liger_kernels is the actor's: the critic is planned with HF's layers, "
@@ -210,6 +211,13 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
     elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
         out.set("logits", "chunked")
         out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
+    elif C.as_bool(f"{M}.use_remove_padding", cfg.get(f"{M}.use_remove_padding")):
+        # dp_actor.py: every real token's bf16 logits, flash-attn's cross-entropy in place unless
+        # the entropy is computed (entropy_coeff != 0 or calculate_entropy); without remove-padding
+        # the padded path is planned with the default (TRL's) logits moment
+        entropy = (C.as_float(f"{A}.entropy_coeff", cfg.get(f"{A}.entropy_coeff"), None) != 0
+                   or C.as_bool(f"{A}.calculate_entropy", cfg.get(f"{A}.calculate_entropy")))
+        out.set("logits", "bf16_flash_ce_entropy" if entropy else "bf16_flash_ce")
 
 
 def _implementation(cfg: _Config, role: str, out: N.Collected) -> str | None:

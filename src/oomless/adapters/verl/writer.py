@@ -107,7 +107,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if dist.offload_params != dist.offload_optimizer:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
-    C.require(spec, "logits", ("full_bf16", "chunked", "fused"), fw)
+    C.require(spec, "logits", ("full_bf16", "chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
     C.require(spec, "batch.padding_free", (spec.batch.max_tokens_per_gpu is not None,), fw)  # the reader: use_dynamic_bsz
     # verl offloads the separate reference of full fine-tuning whatever its config says (the reader)
     C.require(spec, "distribution.offload_reference_params", (spec.finetune.method.value == "full",), fw)
@@ -126,6 +126,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.cannot_express(field, why)
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
                              "use_fused_kernels": spec.logits.value == "fused",
+                             "use_remove_padding": spec.logits.value != "full_bf16",
                              "override_config": {"attn_implementation": spec.attention.value}}
     if spec.liger_kernels:
         model["use_liger"] = True
@@ -149,6 +150,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": spec.batch.max_tokens_per_gpu is not None,
         "use_kl_loss": spec.kl_beta > 0, "kl_loss_coef": spec.kl_beta,
         "entropy_from_logits_with_chunking": spec.logits.value == "chunked",
+        # the reader's bf16_flash_ce(_entropy): remove-padding, the entropy computed or not
+        "calculate_entropy": spec.logits.value == "bf16_flash_ce_entropy",
         "entropy_from_logits_chunk_size": spec.logits_chunk_rows,
         "fsdp_config": {"param_offload": ro.offload_model and ro.sleep_level > 0,
                         "optimizer_offload": ro.offload_optimizer and ro.sleep_level > 0,
