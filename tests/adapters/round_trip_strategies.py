@@ -212,6 +212,7 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
         gradient_checkpointing=draw(st.booleans()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
+        logits=draw(st.sampled_from(["full_bf16", "bf16_flash_ce"])),  # EasyR1 padding_free false / true
         lengths={**draw(lengths()), "max_prompt_counts_images": True},  # EasyR1's bound holds the image tokens
         distribution={"strategy": strategy, "offload_params": offload,
                       "offload_optimizer": offload, "rank0_init": draw(st.booleans())},

@@ -170,3 +170,13 @@ def test_directives_of_the_scripts_config_file_count_and_the_script_wins(tmp_pat
     with pytest.raises(InputError) as err:
         import_native("easyr1", script, HardwareFlags(gpu="A100-80GB"))
     assert err.value.field == "vllm version"
+
+
+@pytest.mark.parametrize(("padding_free", "mode"), [("true", "bf16_flash_ce"), ("false", "full_bf16")])
+def test_padding_free_picks_the_logits_path(tmp_path: Path, padding_free: str, mode: str) -> None:
+    """dp_actor.py: padding-free runs every real token's logits through flash-attn's cross-entropy
+    in place (verl/utils/torch_functional.py `log_probs_from_logits_flash_attn`)."""
+    text = (NATIVE / "s2-before.yaml").read_text().replace("padding_free: true", f"padding_free: {padding_free}")
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    assert imported("easyr1", path, **HW).logits.value == mode

@@ -34,7 +34,7 @@ NO_MEMORY_EFFECT = (
     "data.shuffle", "data.seed", "data.format_prompt", "data.filter_overlong_prompts",
     "data.format_prompt_path",
     "algorithm.use_kl_loss", "algorithm.kl_penalty", "algorithm.kl_type", "algorithm.gamma", "algorithm.lam",
-    f"{ACT}.max_grad_norm", f"{ACT}.padding_free", f"{ACT}.dynamic_batching",
+    f"{ACT}.max_grad_norm", f"{ACT}.dynamic_batching",
     f"{ACT}.ppo_epochs", f"{ACT}.model.trust_remote_code", f"{ACT}.optim.lr", f"{ACT}.optim.weight_decay",
     f"{ACT}.optim.lr_warmup_ratio", f"{ROL}.temperature", f"{ROL}.top_p", f"{ROL}.enable_chunked_prefill",
     "worker.reward.", "trainer.total_episodes", "trainer.total_epochs", "trainer.project_name",

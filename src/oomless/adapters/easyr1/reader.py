@@ -156,6 +156,11 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_pr
     if implementation is not None:
         out.set("optimizer_implementation", implementation)
     out.set("attention", "flash_attention_2")
+    # padding_free (dp_actor.py): every real token's bf16 logits, divided in place, log-probs by
+    # flash-attn's cross-entropy with inplace_backward (verl/utils/torch_functional.py), no entropy;
+    # the padded path slices and copies the completion's logits: planned with the default moment
+    if C.as_bool(f"{ACT}.padding_free", v[f"{ACT}.padding_free"]):
+        out.set("logits", "bf16_flash_ce")
     out.set("gradient_checkpointing", C.as_bool(f"{ACT}.model.enable_gradient_checkpointing", v[f"{ACT}.model.enable_gradient_checkpointing"]))
     _finetune(v, out)
     _batch_and_lengths(v, out)

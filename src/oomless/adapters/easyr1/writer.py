@@ -52,7 +52,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     precision = C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
     C.require(spec, "optimizer", ("adamw",), fw)
     C.require(spec, "finetune.method", ("full", "lora"), fw)
-    C.require(spec, "logits", ("full_bf16",), fw)
+    C.require(spec, "logits", ("full_bf16", "bf16_flash_ce"), fw)  # padding_free false / true (the reader)
     if spec.finetune.method.value == "lora":
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     C.require(spec, "rollout.samples_per_request", (None, spec.batch.num_generations), fw)  # the reader: rollout.n (None: n)
@@ -91,6 +91,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                       "kl_coef": spec.kl_beta if spec.kl_beta > 0 else DEFAULTS["algorithm.kl_coef"]},
         "worker": {
             "actor": {"global_batch_size": update_prompts, "micro_batch_size_per_device_for_update": micro,
+                      "padding_free": spec.logits.value == "bf16_flash_ce",
                       "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
                       "model": model, "optim": {"strategy": _optim_strategy(spec, precision)},
                       "fsdp": fsdp, "offload": {"offload_params": ro.offload_model, "offload_optimizer": ro.offload_optimizer}},
