@@ -188,7 +188,9 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
                  "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
                  "gpu_memory_utilization": draw(st.sampled_from([0.4, 0.6])), "enforce_eager": draw(st.booleans()),
                  "max_num_seqs": draw(st.sampled_from([256, 1024])), "max_num_batched_tokens": draw(st.sampled_from([8192, 16384])),
-                 "offload_model": sleep > 0 and draw(st.booleans()), "offload_optimizer": sleep > 0 and draw(st.booleans())},
+                 "offload_model": sleep > 0 and draw(st.booleans()), "offload_optimizer": sleep > 0 and draw(st.booleans()),
+                 # verl sends LoRA adapters unmerged (layered_summon or the whole model summoned)
+                 "lora_sync": draw(st.sampled_from(["adapter", "adapter_layers"])) if ft["method"] == "lora" else "merge"},
         ray={"enabled": True}, critic={"model": "Qwen/Qwen2.5-1.5B-Instruct" if algorithm == "ppo" else None},
         schedule=draw(schedules(steps_per_round(batch))))
 

@@ -30,7 +30,8 @@ UNEXPRESSIBLE: dict[str, list[tuple[str, Any]]] = {
              ("finetune.method", "qlora"), ("algorithm", "dapo"), ("placement.process_per_role", True),
              ("rollout.engine_in_trainer_process", True), ("distribution.offload_params", True), ("logits", "full_fp32"),
              ("logits", "chunked_head"), ("distribution.offload_reference_params", True),
-             ("distribution.offload_reference_params", False)],  # verl: exactly for full fine-tuning
+             ("distribution.offload_reference_params", False),  # verl: exactly for full fine-tuning
+             ("rollout.lora_sync", "merge")],  # verl never merges LoRA adapters
     "easyr1": [("distribution.strategy", "zero3"), ("rollout.sleep_level", 2), ("rollout.engine_in_trainer_process", False),
                ("attention", "sdpa"), ("precision", "fp16_mixed"), ("optimizer", "sgd"), ("algorithm", "dapo"),
                ("rollout.max_num_seqs", 64), ("logits", "chunked"), ("rollout.samples_per_request", 1),

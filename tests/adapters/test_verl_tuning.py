@@ -165,3 +165,26 @@ def test_verl_logits_by_hand() -> None:
     assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == 2 * es
     # every position counts, not only the completion TRL's moment keeps
     assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 2, 100, 1, 1_000) == 2 * 2 * 1_000 * 152_064
+
+
+def test_lora_sync_is_unmerged_and_layered_when_asked(tmp_path: Path) -> None:
+    """verl sends LoRA adapters to vLLM unmerged; `layered_summon` gathers one FSDP unit at a time
+    (utils/fsdp_utils.py `collect_lora_params`, `layered_summon_lora_params`)."""
+    from oomless.adapters.trl import writer as trl_writer
+
+    whole = imported("verl", script(tmp_path, PER_GPU, LORA), gpu="H100-80GB")
+    layered = imported("verl", script(tmp_path, PER_GPU, LORA, "actor_rollout_ref.rollout.layered_summon=True"),
+                       gpu="H100-80GB")
+    assert (whole.rollout.lora_sync.value, layered.rollout.lora_sync.value) == ("adapter", "adapter_layers")
+    assert imported("verl", script(tmp_path, PER_GPU), gpu="H100-80GB").rollout.lora_sync.value == "merge"  # full
+    plans = [plan_of(s.model_dump(mode="json")) for s in (whole, layered)]
+    assert all(component(p, "weight_sync", "sync.lora_merge_delta") == 0 for p in plans)
+    merging = plan_of(merged(whole.model_dump(mode="json"), **{"rollout.lora_sync": "merge"}))
+    assert component(merging, "weight_sync", "sync.lora_merge_delta") > 0
+    # Qwen2.5-7B's largest unit is its embedding (152,064 × 3,584, bf16 base), 7/8 of it beyond
+    # the shard on 8 GPUs; the whole model otherwise
+    embedding = 152_064 * 3_584 * 2
+    assert component(plans[1], "weight_sync", "sync.gathered_params") == embedding - embedding // 8
+    assert component(plans[0], "weight_sync", "sync.gathered_params") > 10 * embedding
+    with pytest.raises(InputError, match="rollout.lora_sync"):
+        trl_writer.native_settings(whole)

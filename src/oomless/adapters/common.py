@@ -209,3 +209,10 @@ def transformers_directive(spec: Any) -> str:
     (`adapters.import_native` reads it back into `transformers_version`), else ""."""
     version = getattr(spec, "transformers_version", None)
     return f" transformers=={version}" if version else ""
+
+
+def require_merged_lora(spec: Any, framework: str) -> None:
+    """Frameworks that merge LoRA adapters into the weights they send to the engine (TRL, ms-swift,
+    OpenRLHF, VLM-R1, EasyR1 as read) cannot say verl's unmerged syncs (`rollout.lora_sync`)."""
+    if spec.finetune.method.value != "full":
+        require(spec, "rollout.lora_sync", ("merge",), framework)

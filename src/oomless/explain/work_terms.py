@@ -17,9 +17,10 @@ from ..memory import params as P
 from ..memory import vision as VZ
 from ..catalog.models import ModelArch
 from ..planner import gpu_phases as GP
+from ..planner import gpu_terms as GT
 from ..planner.batches import MicroBatch
 from ..planner import vision_terms as VT
-from ..spec.run import FinetuneMethod, LogitsMode, Role
+from ..spec.run import FinetuneMethod, LogitsMode, LoraSync, Role
 from .context import Ctx
 from .formula import Formula, Input, code_ref, constant, doc_source, fn_input
 from .registry import gpu
@@ -292,6 +293,14 @@ def sync_gathered(ctx: Ctx, name: str) -> Formula:
         return Formula("largest * BF16_BYTES", (fn_input("largest", P.num_largest_module_parameters(m.arch), P.num_largest_module_parameters),
                                                 constant(C, "BF16_BYTES")),
                        "TRL _move_model_to_vllm (full fine-tuning gathers one parameter at a time)", code_ref(GP.sync_gather_bytes))
+    if spec.finetune.method != FinetuneMethod.full and spec.rollout.lora_sync == LoraSync.adapter_layers:
+        arch = m.arch
+        return Formula("unit - unit // N", (
+            Input("unit", max(P.num_decoder_layer_parameters(arch) // arch.num_layers, P.num_largest_module_parameters(arch))
+                  * (m.weights_full // max(P.num_parameters(arch), 1)),
+                  "the largest FSDP unit (a decoder layer, or the embedding / LM head) in the parameters' dtype"),
+            Input("N", m.num_shards, "shards of the model"),
+        ), doc_source(GT.layered_summon_bytes), code_ref(GT.layered_summon_bytes))
     return Formula("(W_full - W_shard) // batches", (
         Input("W_full", m.weights_full, "the actor's unsharded weights"), Input("W_shard", m.weights, "this GPU's shard"),
         Input("batches", batches or 1, "rollout.weight_sync_batches (ms-swift move_model_batches; 1: the whole model, as LoRA merges need)"),

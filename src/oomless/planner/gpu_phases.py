@@ -31,7 +31,7 @@ from ..memory import logits as L
 from ..memory import states as S
 from ..memory import vllm as V
 from ..memory.components import Category, Component
-from ..spec.run import FinetuneMethod, Role, RolloutEngine, RunSpec
+from ..spec.run import FinetuneMethod, LoraSync, Role, RolloutEngine, RunSpec
 from . import vision_terms as VT
 from .gpu_terms import (actor_recomputes_logprobs, generate_gathered_bytes, generation_scores_bytes,  # noqa: F401
                         lora_merge_delta_bytes, lora_per_token, sync_gather_bytes)  # re-exported: explain and trace reach them as GP.*
@@ -331,7 +331,7 @@ class GroupPlanner(RolloutTerms):
             lora = spec.finetune.method != FinetuneMethod.full
             if S.SHARDING[spec.distribution.strategy].weights:
                 comps.append(_c("sync.gathered_params", Category.PARAM, sync_gather_bytes(spec, m)))
-            if lora:
+            if lora and spec.rollout.lora_sync == LoraSync.merge:  # verl sends its adapters unmerged
                 comps.append(_c("sync.lora_merge_delta", Category.TEMP, lora_merge_delta_bytes(m.arch)))
         elif not spec.rollout.engine_in_trainer_process:
             comps.append(_c("nccl", Category.OTHER, C.NCCL_COMMUNICATOR_BYTES))

@@ -11,7 +11,7 @@ from ..memory import activations as A
 from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
-from ..spec.run import Algorithm, FinetuneMethod, Role, RunSpec
+from ..spec.run import Algorithm, FinetuneMethod, LoraSync, Role, RunSpec
 from .roles import RoleModel, adapter_bytes
 from .shape import RunShape
 
@@ -32,8 +32,21 @@ def sync_gather_bytes(spec: RunSpec, m: RoleModel) -> int:
     batches = spec.rollout.weight_sync_batches
     if batches is None and spec.finetune.method == FinetuneMethod.full:
         return P.num_largest_module_parameters(m.arch) * C.BF16_BYTES
+    if spec.finetune.method != FinetuneMethod.full and spec.rollout.lora_sync == LoraSync.adapter_layers:
+        return layered_summon_bytes(m)
     unsharded = m.weights_full - m.weights
     return unsharded // (batches or 1)
+
+
+def layered_summon_bytes(m: RoleModel) -> int:
+    """verl `layered_summon`: each FSDP unit (a decoder layer, or the embedding / LM head, the
+    largest module) summoned alone, in the parameters' own dtype, beyond this GPU's shard of it.
+    Source: verl utils/fsdp_utils.py `layered_summon_lora_params` (``FSDP.summon_full_params``
+    per submodule, then ``empty_cache``), 0.4.1 to 0.9.1."""
+    arch = m.arch
+    per_param = m.weights_full // max(P.num_parameters(arch), 1)
+    unit = max(P.num_decoder_layer_parameters(arch) // arch.num_layers, P.num_largest_module_parameters(arch)) * per_param
+    return unit - unit // max(m.num_shards, 1)
 
 
 def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:

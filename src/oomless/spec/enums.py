@@ -96,6 +96,17 @@ class RolloutEngine(str, Enum):
     """vLLM on its own GPUs (TRL/ms-swift server mode, OpenRLHF without colocation)."""
 
 
+class LoraSync(str, Enum):
+    merge = "merge"
+    """The adapters merged into the gathered base weights, which go to the engine (TRL, ms-swift)."""
+    adapter = "adapter"
+    """The whole model summoned, the adapters sent to the engine unmerged (verl without
+    `layered_summon`: `FSDP.summon_full_params(module)`, `collect_lora_params`)."""
+    adapter_layers = "adapter_layers"
+    """One FSDP unit summoned at a time, the adapters sent unmerged (verl `rollout.layered_summon`:
+    `layered_summon_lora_params`)."""
+
+
 class Algorithm(str, Enum):
     grpo = "grpo"
     """Group-relative advantages, no critic (TRL, ms-swift, verl, EasyR1, VLM-R1)."""

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .base import INT64, Frozen
-from .enums import RolloutEngine
+from .enums import LoraSync, RolloutEngine
 
 
 class Rollout(Frozen):
@@ -22,7 +22,9 @@ class Rollout(Frozen):
         "names (`oomless.planner.defaults`); otherwise 0.9 (vLLM). Framework configs read with --from always "
         "carry their framework's own default.",
     )
-    tensor_parallel_size: Annotated[int, Field(ge=1), INT64] = Field(1, description="vLLM tensor parallel size. Default 1.")
+    tensor_parallel_size: Annotated[int, Field(ge=1), INT64] = Field(
+        1, description="vLLM tensor parallel size: at most gpus_per_node, or for a colocated engine whole nodes "
+        "(a multiple of gpus_per_node dividing every GPU). Default 1.")
     max_num_seqs: Annotated[int, Field(ge=1), INT64] | None = Field(
         None, description="vLLM max_num_seqs. Default: vLLM's (256, or 1024 on >=70 GiB non-A100 GPUs)."
     )
@@ -74,6 +76,12 @@ class Rollout(Frozen):
         description="Under ZeRO-3/FSDP the weights are gathered for the sync in this many batches: 1 = the whole "
         "model at once (ms-swift default; LoRA merges need it), N = ms-swift `move_model_batches`; default "
         "none = one parameter at a time (TRL full fine-tuning), the whole model for LoRA.",
+    )
+    lora_sync: LoraSync = Field(
+        LoraSync.merge,
+        description="LoRA only: merge (TRL, ms-swift: adapters merged into the gathered base) | adapter (verl: the "
+        "whole model summoned, adapters sent unmerged) | adapter_layers (verl layered_summon: one FSDP unit at a "
+        "time). Default merge.",
     )
     engine_starts_first: bool = Field(
         False,

@@ -22,6 +22,7 @@ from .enums import (
     AttentionImpl,
     FinetuneMethod,
     LogitsMode,
+    LoraSync,
     Optimizer,
     OptimizerImplementation,
     Precision,
@@ -36,8 +37,8 @@ MAX_HOST_RAM_GIB = float(2**20)
 """Largest host RAM per node a spec may give (1 PiB; the largest single servers hold tens of TiB)."""
 
 __all__ = [
-    "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "Optimizer", "OptimizerImplementation", "Precision",
-    "Role", "RolloutEngine", "Strategy",
+    "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "LoraSync", "Optimizer", "OptimizerImplementation",
+    "Precision", "Role", "RolloutEngine", "Strategy",
 ]
 
 

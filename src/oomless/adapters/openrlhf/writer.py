@@ -73,6 +73,7 @@ def _canonical(spec: Any) -> dict[str, Any]:
     C.require(spec, "distribution.offload_params", (False,), fw)
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "optimizer", ("adamw",), fw)
+    C.require_merged_lora(spec, fw)
     dist = spec.distribution.model_dump(mode="json")
     if OI.planned(getattr(spec.optimizer_implementation, "value", None), dist) != OI.planned(DEEPSPEED_ADAM, dist):
         C.cannot_express("optimizer_implementation", f"{spec.optimizer_implementation!r} cannot be written for OpenRLHF: "

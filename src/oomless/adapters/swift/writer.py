@@ -120,8 +120,9 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = SF.LATEST) -> dict
     """`swift rlhf` flag → value for ms-swift ``dialect``: the flags `render` writes, and what
     `fit --from swift --write` patches into the user's script (one mapping for both). A section
     the release cannot express is recorded with `common.cannot_express` and left out."""
-    from ..common import cannot_express, fallback_spec
+    from ..common import cannot_express, fallback_spec, require_merged_lora
 
+    require_merged_lora(spec, "ms-swift")
     arch, profile, out = load_model(spec.model), SF.Profile(dialect), {}
     sections = (lambda s: _finetune(s, profile), lambda s: _precision_and_distribution(s, profile, {}),
                 lambda s: _training(s, arch, profile), lambda s: _rollout_settings(s, arch, profile))

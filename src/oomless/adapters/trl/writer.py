@@ -15,7 +15,7 @@ from ...catalog.resolve import load_model
 from ...errors import InputError
 from ...spec.run import Algorithm, FinetuneMethod, Precision, RolloutEngine, RunSpec, Strategy
 from .. import key_tables as KT
-from ..common import cannot_express, fallback_spec, transformers_directive, version_text
+from ..common import cannot_express, fallback_spec, require_merged_lora, transformers_directive, version_text
 from ..round_trip import first_difference, image_tokens, same_spec_dict, unstated_releases, value_at
 from ..deepspeed_json import deepspeed_config_for
 from .reader import LATEST
@@ -121,6 +121,7 @@ def native_settings(spec: RunSpec, dialect: tuple[int, ...] = LATEST) -> dict[st
     A key left out takes TRL's default. A PPO spec gets PPOConfig's keys (`ppo_writer`), an
     RLOO spec RLOOConfig's (`_rloo_settings`)."""
     _same_launch(spec)
+    require_merged_lora(spec, "TRL")
     if spec.algorithm == Algorithm.ppo or (spec.algorithm == Algorithm.rloo and dialect < TT.RLOO_REWRITTEN):
         release = min(dialect, TT.PPO_LAST) if spec.algorithm == Algorithm.ppo else dialect
         return PW.native_settings(spec, _model(spec), TO.optim_value(spec, OPTIM[spec.optimizer.value], release), release)

@@ -23,7 +23,7 @@ NATIVE_STYLE = "hydra"
 """A launch script's `key=value` overrides (a YAML: the nested keys)."""
 GLOBAL_MICRO = "global-micro-batches"
 """The older global `ppo_micro_batch_size` / `log_prob_micro_batch_size` (verl divides them over the
-data-parallel ranks: reader `_micro_per_gpu`): `fit --write` keeps a file that sets them in them."""
+data-parallel ranks: batches `_micro_per_gpu`): `fit --write` keeps a file that sets them in them."""
 NATIVE_DIALECTS = (VERSION, GLOBAL_MICRO)
 MAIN_FILE = f"{CONFIG_NAME}.yaml"
 
@@ -113,6 +113,9 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "distribution.offload_reference_params", (spec.finetune.method.value == "full",), fw)
     if lora:
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
+        C.require(spec, "rollout.lora_sync", ("adapter", "adapter_layers"), fw)  # verl never merges (the reader)
+    else:
+        C.require(spec, "rollout.lora_sync", ("merge",), fw)  # the default; LoRA only
     for what in ("offload_model", "offload_optimizer"):
         if getattr(ro, what) and ro.sleep_level == 0:
             C.cannot_express(f"rollout.{what}", "verl offloads the actor around rollouts only with free_cache_engine (sleep_level > 0)")
@@ -136,6 +139,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         "name": "vllm", "mode": "async", "gpu_memory_utilization": ro.gpu_memory_utilization,
         "tensor_model_parallel_size": ro.tensor_parallel_size, "n": spec.batch.num_generations,
         "enforce_eager": ro.enforce_eager, "free_cache_engine": ro.sleep_level > 0,
+        "layered_summon": lora and ro.lora_sync.value == "adapter_layers",
         "log_prob_micro_batch_size_per_gpu": spec.logprob_micro_batch_size,
         "max_num_batched_tokens": ro.max_num_batched_tokens or DEFAULTS[f"{R}.max_num_batched_tokens"],
         "max_num_seqs": ro.max_num_seqs or DEFAULTS[f"{R}.max_num_seqs"],
@@ -162,7 +166,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if optim:
         actor["optim"] = optim
     if spec.batch.max_tokens_per_gpu is not None:
-        # under use_dynamic_bsz the token budget alone sets the micro-batch (reader `_dynamic_batch`)
+        # under use_dynamic_bsz the token budget alone sets the micro-batch (batches `_dynamic_batch`)
         sequence = prompt_bound_with_images(spec) + spec.lengths.max_completion_tokens
         C.require(spec, "batch.micro_batch_size", (max(1, spec.batch.max_tokens_per_gpu // sequence),), fw)
         actor["ppo_max_token_len_per_gpu"] = spec.batch.max_tokens_per_gpu

@@ -33,6 +33,7 @@ def native_settings(spec: Any, dialect: str = NATIVE_DIALECTS[0]) -> dict[str, A
     C.require(spec, "ray.enabled", (False,), fw)
     C.require(spec, "precision", ("bf16_mixed", "fp16_mixed"), fw)
     C.require(spec, "finetune.method", ("full", "lora"), fw)
+    C.require_merged_lora(spec, fw)
     C.require(spec, "logits", ("full_bf16",), fw)
     if spec.steps_per_generation != 1:  # its trainer generates every micro-step (the reader gives 1)
         C.cannot_express("batch.steps_per_generation", f"{spec.batch.steps_per_generation!r} with gradient_accumulation_steps "
