@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -148,9 +150,10 @@ def _with_stated_vllm(entry: dict[str, Any], file: str) -> Path | None:
     if stated is None:
         return None
     original = CORPUS / entry["root"] / file
-    copy = original.with_name(f".stated-vllm-{original.name}")
-    copy.write_text(f"# oomless: vllm=={stated}\n" + original.read_text(encoding="utf-8"), encoding="utf-8")
-    return copy
+    handle, name = tempfile.mkstemp(dir=original.parent, prefix=".stated-vllm-", suffix=f"-{original.name}")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(f"# oomless: vllm=={stated}\n" + original.read_text(encoding="utf-8"))
+    return Path(name)
 
 
 def planned_share(outcomes: list[Outcome]) -> float:

@@ -176,14 +176,18 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     # verl's torch AdamW: foreach unless override_optimizer_config says fused / foreach=False (the
     # reader states None for foreach, and for any step on the CPU: FSDP2 offload_policy)
     steps = [None] if offload else [None, "fused", "for_loop"]
+    kl = draw(st.sampled_from([0.0, 0.001, 0.04]))
     return spec_from(
         {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
-        gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=draw(st.sampled_from([0.0, 0.001, 0.04])),
-        logits=draw(st.sampled_from(["full_bf16", "chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"])),
+        gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=kl,
+        # full_bf16 is verl without remove-padding, which Ulysses needs
+        logits=draw(st.sampled_from(["chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"]
+                                    + (["full_bf16"] if ulysses == 1 else []))),
         distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
-                      "sequence_parallel_size": ulysses, "offload_reference_params": ft["method"] == "full"},
+                      "sequence_parallel_size": ulysses,
+                      "offload_reference_params": ft["method"] == "full" and kl > 0},  # verl offloads its reference
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": False, "sleep_level": sleep,
                  "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
                  "gpu_memory_utilization": draw(st.sampled_from([0.4, 0.6])), "enforce_eager": draw(st.booleans()),

@@ -5,6 +5,7 @@ FSDP's optimizer step without a second fp32 gradient."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,11 @@ def test_fit_writes_the_global_micro_keys_a_file_uses(tmp_path: Path) -> None:
     result = fit_write("verl", source, out, "--gpu", "A100-40GB")
     assert result.exit_code == 0, result.output
     written = (out / "run.sh").read_text()
-    assert "_per_gpu" not in written and "ppo_micro_batch_size=256" not in written
+    # each section keeps the form the file uses; the new global value is fit's per-GPU answer × 8 ranks
+    assert "ppo_micro_batch_size_per_gpu" not in written and "rollout.log_prob_micro_batch_size_per_gpu" not in written
+    total = int(re.search(r"actor\.ppo_micro_batch_size=(\d+)", written).group(1))
     again = imported("verl", out / "run.sh", gpu="A100-40GB")
-    assert again.batch.micro_batch_size < 32
+    assert total != 256 and again.batch.micro_batch_size == total // 8 < 32
 
 
 def test_a_repeated_override_is_changed_everywhere() -> None:
@@ -158,13 +161,14 @@ def test_verl_logits_by_hand() -> None:
 
     arch = load_catalog_model("Qwen/Qwen2.5-7B-Instruct")
     es, lm_input = 152_064_000, 2 * 3_584 * 1_000
-    # the in-place division's backward: the gradient over the logits plus its divided copy
+    # the gradient over the logits plus its temperature-scaled copy
     assert L.training_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == lm_input + 2 * 2 * es
     # with entropy: the logits, the cross-entropy's own gradient and the entropy's
     assert L.training_logits_bytes(arch, LogitsMode.bf16_flash_ce_entropy, 1, 999, 1, 1_000) == lm_input + 3 * 2 * es
-    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == 2 * es
+    # no grad: the logits and their temperature-scaled form (verl 0.9 scales out of place)
+    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == 2 * 2 * es
     # every position counts, not only the completion TRL's moment keeps
-    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 2, 100, 1, 1_000) == 2 * 2 * 1_000 * 152_064
+    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 2, 100, 1, 1_000) == 2 * 2 * 2 * 1_000 * 152_064
 
 
 def test_lora_sync_is_unmerged_and_layered_when_asked(tmp_path: Path) -> None:
@@ -188,3 +192,24 @@ def test_lora_sync_is_unmerged_and_layered_when_asked(tmp_path: Path) -> None:
     assert component(plans[0], "weight_sync", "sync.gathered_params") > 10 * embedding
     with pytest.raises(InputError, match="rollout.lora_sync"):
         trl_writer.native_settings(whole)
+
+
+def test_a_file_mixing_both_forms_keeps_each(tmp_path: Path) -> None:
+    from tests.adapters.native_helpers import fit_write
+
+    source = script(tmp_path, "actor_rollout_ref.actor.ppo_micro_batch_size=256",
+                    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32", "data.max_response_length=8192",
+                    "actor_rollout_ref.actor.ppo_mini_batch_size=64")
+    result = fit_write("verl", source, tmp_path / "out", "--gpu", "A100-40GB")
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "out" / "run.sh").read_text()
+    assert "actor.ppo_micro_batch_size_per_gpu" not in written and "rollout.log_prob_micro_batch_size=" not in written
+    imported("verl", tmp_path / "out" / "run.sh", gpu="A100-40GB")  # verl's one-form-per-section rule holds
+
+
+def test_a_stated_vllm_release_is_written_back(tmp_path: Path) -> None:
+    from tests.adapters.native_helpers import round_trip
+
+    spec = imported("verl", script(tmp_path, PER_GPU, head="# oomless: vllm==0.8.3\n"), gpu="H100-80GB")
+    again = round_trip("verl", spec, tmp_path / "out", gpu="H100-80GB")
+    assert [(s.rollout.vllm_version, s.rollout.cuda_graphs_in_budget) for s in again] == [("0.8.3", False)] * len(again)

@@ -190,8 +190,8 @@ LOGPROB = {
     LogitsMode.fused: "c * V * (B + F)",
     LogitsMode.fp32_all_positions: "(B + F) * ES",
     LogitsMode.bf16_all_positions: "(B + B) * ES",
-    LogitsMode.bf16_flash_ce: "B * ES",
-    LogitsMode.bf16_flash_ce_entropy: "B * ES",
+    LogitsMode.bf16_flash_ce: "B * FLASH_CE_TEMPERATURE_COPIES * ES",
+    LogitsMode.bf16_flash_ce_entropy: "B * FLASH_CE_TEMPERATURE_COPIES * ES",
 }
 TRAINING = {
     LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",
@@ -205,12 +205,12 @@ TRAINING = {
                                    "lm_all + B * ES + tied + B * h * b * s + F * ES)",
     LogitsMode.bf16_all_positions: "max(lm_all + B * (3 * ES + EC), lm_all + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * ES + EC), "
                                    "lm_all + B * (ES + EC) + B * ES + tied + B * h * b * s)",
-    LogitsMode.bf16_flash_ce: "max(lm_all + B * FLASH_CE_DIVIDE_BACKWARD_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
+    LogitsMode.bf16_flash_ce: "max(lm_all + B * FLASH_CE_TEMPERATURE_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
     LogitsMode.bf16_flash_ce_entropy: "max(lm_all + B * FLASH_CE_ENTROPY_BACKWARD_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
 }
 CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
              "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES", "BF16_ALL_POSITIONS_BACKWARD_COPIES",
-             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "FLASH_CE_DIVIDE_BACKWARD_COPIES")
+             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "FLASH_CE_TEMPERATURE_COPIES")
 
 
 def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:

@@ -133,6 +133,8 @@ def logits_kernels(spec: RunSpec) -> list[Overrides]:
     for mode in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused):
         if mode == spec.logits:
             continue
+        if mode == LogitsMode.full_bf16 and spec.logits in (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy):
+            continue  # verl/EasyR1 without remove-padding keep every padded position: never a saving
         if mode == LogitsMode.fused:
             out.append({"logits": mode, "liger_kernels": True})
             continue

@@ -174,34 +174,35 @@ FLASH_CE_ENTROPY_BACKWARD_COPIES = 3
 """verl in training with entropy, per logit of every position, bf16 at the backward: the logits
 (saved by the cross-entropy and by the compiled entropy), the cross-entropy's gradient (a new
 tensor once ``inplace_backward`` is off) and the entropy's gradient, before autograd sums them.
-Source: verl 0.9.1 workers/actor/dp_actor.py (``inplace_backward = False`` when
-``calculate_entropy``; ``torch.compile(entropy_from_logits)`` when ``use_torch_compile``, the
-default: its forward fuses softmax, product and sum, so no [tokens, vocab] intermediate stays);
-flash-attn ops/triton/cross_entropy.py. Not traced (the compiled kernel has no fake-tensor form);
-eager entropy (`use_torch_compile` false) keeps the softmax and more: planned the same."""
+Source: verl 0.4.1-0.8 workers/actor/dp_actor.py and 0.9.1 workers/engine/fsdp/transformer_impl.py
+(``inplace_backward = False`` when ``calculate_entropy``; the entropy ``torch.compile``'d when
+``use_torch_compile``, the default: its forward fuses softmax, product and sum, so no [tokens,
+vocab] intermediate stays); flash-attn ops/triton/cross_entropy.py. Not traced (the compiled
+kernel has no fake-tensor form); eager entropy keeps the softmax and more: planned the same."""
 
 
-FLASH_CE_DIVIDE_BACKWARD_COPIES = 2
-"""verl without entropy, at the backward of ``logits.div_(temperature)``: the gradient the
-cross-entropy wrote over the logits and the divided gradient autograd makes of it (a new tensor
-whatever the temperature). Traced (`oomless trace`, tests/trace/test_agreement.py)."""
+FLASH_CE_TEMPERATURE_COPIES = 2
+"""verl, per logit of every position, bf16: the logits and their temperature-scaled form. verl
+0.4.1-0.8 divide in place (``logits_rmpad.div_(temperature)``, dp_actor.py), whose backward makes
+a new gradient beside the one the cross-entropy wrote over the logits (traced: `oomless trace`,
+tests/trace/test_agreement.py); verl 0.9 divides out of place unless the temperature is 1
+(transformer_impl.py `_scale_logits_by_temperature`), holding the raw and the scaled logits.
+Both are two copies at their peak; 0.9 at temperature 1 holds one (planned as two)."""
 
 
 def flash_ce_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool, entropy: bool) -> int:
-    """`bf16_flash_ce` / `bf16_flash_ce_entropy` (verl): E_s = b·s·V bf16 logits, every position
-    (remove-padding packs the real tokens into one row; the model is called without
-    logits_to_keep). Without entropy the cross-entropy writes its gradient into the logits and
-    the in-place division's backward copies it (`FLASH_CE_DIVIDE_BACKWARD_COPIES` E_s); with
-    entropy the backward holds `FLASH_CE_ENTROPY_BACKWARD_COPIES` E_s. Source: verl 0.9.1
-    workers/actor/dp_actor.py `_forward_micro_batch` (``logits_rmpad.div_(temperature)``,
-    ``logprobs_from_logits(..., inplace_backward=True)``), utils/torch_functional.py
-    (`logprobs_from_logits_flash_attn`); flash-attn ops/triton/cross_entropy.py
-    (``inplace_backward``); the no-entropy case checked by `oomless trace`."""
+    """`bf16_flash_ce` / `bf16_flash_ce_entropy` (verl, EasyR1 padding-free): E_s = b·s·V bf16
+    logits, every position (remove-padding packs the real tokens into one row; the model is called
+    without logits_to_keep), log-probs by flash-attn's cross-entropy. Without entropy it writes its
+    gradient over the logits (``inplace_backward``) and the temperature's scaling makes the second
+    copy (`FLASH_CE_TEMPERATURE_COPIES`); with entropy the backward holds
+    `FLASH_CE_ENTROPY_BACKWARD_COPIES` E_s. Source: as the two constants; verl
+    utils/torch_functional.py `logprobs_from_logits_flash_attn`."""
     es = num_sequences * seq_len * arch.vocab_size
     lm_input, head_backward = _whole_row_head(arch, num_sequences, seq_len, frozen_head)
     if entropy:
         return max(lm_input + B * FLASH_CE_ENTROPY_BACKWARD_COPIES * es, head_backward)
-    return max(lm_input + B * FLASH_CE_DIVIDE_BACKWARD_COPIES * es, head_backward)
+    return max(lm_input + B * FLASH_CE_TEMPERATURE_COPIES * es, head_backward)
 
 
 def training_logits_bytes(
@@ -263,12 +264,13 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     copy with one chunk's fp32 upcast and log-softmax, (chunked_head) the gathered hidden
     states with the work buffer, or every position's bf16 logits (``seq_len`` a row) with
     their fp32 copy (fp32_all_positions, OpenRLHF), their bf16 log-softmax (bf16_all_positions,
-    ORZ), or alone (verl: flash-attn's cross-entropy keeps per-row sums; the old-log-prob entropy
-    is compiled and fused, `FLASH_CE_ENTROPY_BACKWARD_COPIES`)."""
+    ORZ), or with their temperature-scaled form (verl, `FLASH_CE_TEMPERATURE_COPIES`: flash-attn's
+    cross-entropy keeps per-row sums; the old-log-prob entropy is compiled and fused)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
     if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions, LogitsMode.bf16_flash_ce,
                 LogitsMode.bf16_flash_ce_entropy):  # + fp32 copy / + log-softmax / verl: the logits alone
-        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(mode, B)
+        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(
+            mode, B * FLASH_CE_TEMPERATURE_COPIES)
         return per_logit * b * (seq_len if seq_len is not None else c + 1) * v
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:

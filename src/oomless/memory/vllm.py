@@ -101,6 +101,11 @@ def cuda_graph_bytes(enforce_eager: bool) -> int:
     return 0 if enforce_eager else C.VLLM_CUDA_GRAPH_BYTES
 
 
+GRAPHS_IN_BUDGET_FROM = (0, 21)
+"""First vLLM release that profiles CUDA graphs inside gpu_memory_utilization (`EngineBudget.graphs_in_budget`;
+research/memory-model.md: `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` default-on from v0.21)."""
+
+
 @dataclass(frozen=True)
 class EngineBudget:
     """How one vLLM worker's budget on one GPU splits; ``kv_cache_bytes`` may be negative,

@@ -68,10 +68,11 @@ class LogitsMode(str, Enum):
     second, no-grad one for the entropy whose completion part stays alive (Open-Reasoner-Zero
     `orz/ppo/models.py` Actor.forward, `orz/ppo/actors.py` training_step)."""
     bf16_flash_ce = "bf16_flash_ce"
-    """Every position's bf16 logits divided by the temperature in place, log-probs by flash-attn's
-    Triton cross-entropy writing its gradient into the logits (``inplace_backward``): verl with
-    remove-padding when no entropy is computed (`workers/actor/dp_actor.py` `_forward_micro_batch`,
-    `utils/torch_functional.py` `logprobs_from_logits`)."""
+    """Every position's bf16 logits scaled by the temperature, log-probs by flash-attn's Triton
+    cross-entropy writing its gradient into the logits (``inplace_backward``): verl with
+    remove-padding when no entropy is computed (0.4-0.8 `workers/actor/dp_actor.py`, 0.9
+    `workers/engine/fsdp/transformer_impl.py`; `utils/torch_functional.py` `logprobs_from_logits`),
+    EasyR1 with padding_free."""
     bf16_flash_ce_entropy = "bf16_flash_ce_entropy"
     """As bf16_flash_ce with the entropy computed in training (verl `entropy_coeff` ≠ 0 or
     `calculate_entropy`): the cross-entropy's gradient is a separate tensor and the entropy

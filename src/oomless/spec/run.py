@@ -277,7 +277,7 @@ class RunSpec(_Frozen):
         world = hw.gpus_per_node * hw.num_nodes
         tp = ro.tensor_parallel_size
         # A colocated engine may span whole nodes (verl's examples/tuning/70b: TP 16 over 2 of 4
-        # 8-GPU nodes); each GPU still holds 1/TP of the weights and of the KV heads.
+        # 8-GPU nodes); each GPU still holds 1/TP of the weights, and max(1, KV heads / TP) heads.
         if ro.engine == RolloutEngine.vllm_colocate and tp > hw.gpus_per_node and (tp % hw.gpus_per_node or world % tp):
             raise ValueError(
                 f"rollout.tensor_parallel_size={tp} exceeds gpus_per_node={hw.gpus_per_node}; allowed: at most "

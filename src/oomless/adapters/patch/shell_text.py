@@ -226,8 +226,9 @@ class _Command:
         return None
 
     def find_override(self, key: str) -> int | None:
+        """The override of ``key`` that takes effect: Hydra applies repeated ones in order."""
         found = self.find_overrides(key)
-        return found[0] if found else None
+        return found[-1] if found else None
 
     def find_overrides(self, key: str) -> list[int]:
         """Every word overriding ``key`` (a script may repeat one; Hydra applies them in order)."""

@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...memory.vllm import GRAPHS_IN_BUDGET_FROM
+
 Version = tuple[int, ...]
 
 MIN_VERSION: Version = (3, 2)
 MAX_VERSION: Version = (5,)
 LATEST: Version = (4, 6)
-VLLM_GRAPHS_IN_BUDGET: Version = (0, 21)
+VLLM_GRAPHS_IN_BUDGET: Version = GRAPHS_IN_BUDGET_FROM
 """vLLM >= 0.21 profiles CUDA graphs inside gpu_memory_utilization (oomless.memory.vllm)."""
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...catalog.models import ModelArch
 from ...errors import InputError
+from ...memory.vllm import GRAPHS_IN_BUDGET_FROM
 from ..common import ShellCommand, load_yaml_mapping, parse_flags, parse_shell, to_bool, to_float, to_int
 from ..deepspeed_json import distribution_from_deepspeed
 from . import versions as TV
@@ -25,7 +26,7 @@ from . import versions as TV
 if TYPE_CHECKING:
     from .reader import Keys
 
-GRAPHS_IN_BUDGET = (0, 21)
+GRAPHS_IN_BUDGET = GRAPHS_IN_BUDGET_FROM
 COLOCATE_MAX_NUM_BATCHED_TOKENS = 4096
 TRL_ACCELERATE_CONFIGS: dict[str, dict[str, Any]] = {
     **{f"zero{stage}": {"distributed_type": "DEEPSPEED", "num_processes": 8, "num_machines": 1,

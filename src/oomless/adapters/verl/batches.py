@@ -41,14 +41,20 @@ def batch(cfg: Any, out: N.Collected) -> None:
                          "global log_prob_micro_batch_size) unless log_prob_use_dynamic_bsz=true")
     if sizes:
         out.set("batch.logprob_micro_batch_size", max(sizes))
+    older = [f"{k}.{n}" for k, n in ((A, "ppo_micro_batch_size"), (R, "log_prob_micro_batch_size"),
+                                     ("actor_rollout_ref.ref", "log_prob_micro_batch_size")) if g(f"{k}.{n}") is not None]
+    if older:
+        out.notes.append(f"{', '.join(older)}: the older global micro-batch keys, read as verl 0.4-0.8 divides them over "
+                         f"the {world // sp} data-parallel ranks; verl 0.9's engine workers refuse them (set the _per_gpu keys)")
     _round_and_schedule(cfg, sp, out)
 
 
 def _micro_per_gpu(cfg: Any, role: str, name: str, data_parallel: int) -> int | None:
     """`{name}_per_gpu`, or the older global `{name}` divided over the data-parallel ranks as
     verl's workers do before building the actor (`fsdp_workers.py` ActorRolloutRefWorker.__init__,
-    0.4.1 to 0.9.1: `ppo_micro_batch_size //= world // ulysses`, the same for the rollout's and
-    the reference's `log_prob_micro_batch_size`); verl refuses both set at once."""
+    0.4.1 to 0.8: `ppo_micro_batch_size //= world // ulysses`, the same for the rollout's and
+    the reference's `log_prob_micro_batch_size`; 0.9's `engine_workers.py` asserts the _per_gpu
+    key instead, noted by `batch`); verl refuses both set at once (utils/config.py)."""
     g = cfg.get
     per_gpu, total = g(f"{role}.{name}_per_gpu"), g(f"{role}.{name}")
     if per_gpu is not None and total is not None:

@@ -27,6 +27,7 @@ from .. import _native as N
 from .. import common as C
 from .. import optim_impl as OI
 from ...frontends import hydra as H
+from ...memory.vllm import GRAPHS_IN_BUDGET_FROM
 from . import batches as B
 from .keys import DEFAULTS, VERSION
 
@@ -86,8 +87,7 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=data)
 
 
-GRAPHS_IN_BUDGET = (0, 21)
-"""vLLM from which CUDA graphs are profiled inside gpu_memory_utilization (memory/vllm.py EngineBudget)."""
+GRAPHS_IN_BUDGET = GRAPHS_IN_BUDGET_FROM
 
 
 def _stated_vllm(directives: dict[str, str], out: N.Collected) -> None:
@@ -180,16 +180,17 @@ def _to_spec(cfg: _Config, flags: HardwareFlags, out: N.Collected) -> None:
     out.set("attention", g(f"{M}.override_config.attn_implementation") or "flash_attention_2")
     out.set("gradient_checkpointing", C.as_bool(f"{M}.enable_gradient_checkpointing", g(f"{M}.enable_gradient_checkpointing")))
     _finetune(cfg, out)
-    if C.as_int(f"{M}.lora_rank", g(f"{M}.lora_rank"), 0) == 0:
-        # A separate reference worker exists for full fine-tuning only (LoRA: the actor with its
-        # adapters off); verl wraps it in FSDP CPUOffload(offload_params=True) / CPUOffloadPolicy
-        # whatever ref.fsdp_config.param_offload says (fsdp_workers.py `_build_model_optimizer`,
-        # "We force reference policy to use CPUOffload", 0.4.1 to 0.9.1).
-        out.set("distribution.offload_reference_params", True)
     _optimizer(cfg, out)
     B.batch(cfg, out)
     _rollout(cfg, out)
     _algorithm(cfg, out)
+    if C.as_int(f"{M}.lora_rank", g(f"{M}.lora_rank"), 0) == 0 and out.spec.get("kl_beta", 0) > 0:
+        # A separate reference exists for full fine-tuning with KL only (LoRA: the actor with its
+        # adapters off); verl keeps it on the CPU whatever ref.fsdp_config.param_offload says:
+        # FSDP CPUOffload(offload_params=True) / CPUOffloadPolicy (fsdp_workers.py
+        # `_build_model_optimizer`, "We force reference policy to use CPUOffload", 0.4.1 to 0.8),
+        # the forward-only engine's offload in 0.9 (workers/engine/fsdp/transformer_impl.py).
+        out.set("distribution.offload_reference_params", True)
     out.set("ray.enabled", True)
     out.notes.append("verl recomputes old log-probs with the actor every step; the plan includes that forward "
                      "only when KL or several optimizer steps per rollout need it")

@@ -21,10 +21,15 @@ CONFIG_NAME = "verl_ppo"
 
 NATIVE_STYLE = "hydra"
 """A launch script's `key=value` overrides (a YAML: the nested keys)."""
-GLOBAL_MICRO = "global-micro-batches"
-"""The older global `ppo_micro_batch_size` / `log_prob_micro_batch_size` (verl divides them over the
-data-parallel ranks: batches `_micro_per_gpu`): `fit --write` keeps a file that sets them in them."""
-NATIVE_DIALECTS = (VERSION, GLOBAL_MICRO)
+MICRO_KEYS = ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size_per_gpu")
+"""The per-GPU micro-batch keys, each of which may come in the older global form instead (verl
+0.4-0.8 divide it over the data-parallel ranks: batches `_micro_per_gpu`)."""
+GLOBAL_MICRO = "global-micro"
+NATIVE_DIALECTS = (VERSION, *(f"{GLOBAL_MICRO}:{mask}" for mask in range(1, 2 ** len(MICRO_KEYS))))
+"""verl's own keys, then every mix of global micro-batch keys (bit i: MICRO_KEYS[i] global): the
+patch reads a file in the dialect whose keys it sets most (`patch._read_as`), so `fit --write`
+keeps each key in the form the file uses, never both forms of one (verl refuses that)."""
 MAIN_FILE = f"{CONFIG_NAME}.yaml"
 
 
@@ -33,14 +38,13 @@ def native_settings(spec: Any, dialect: str = VERSION) -> dict[str, Any]:
     `fit --from verl --write` patches into the user's overrides or YAML (one mapping for both)."""
     config = _spec_to_config(spec)
     values = flatten({k: v for k, v in config.items() if k not in ("hydra", "defaults")})
-    if dialect != GLOBAL_MICRO:
+    if not dialect.startswith(GLOBAL_MICRO):
         return values
+    mask = int(dialect.partition(":")[2])
     ranks = spec.hardware.gpus_per_node * spec.hardware.num_nodes // max(spec.distribution.sequence_parallel_size, 1)
-    return {(k.removesuffix("_per_gpu") if k.endswith(MICRO_KEYS) else k): (v * ranks if k.endswith(MICRO_KEYS) and v else v)
+    global_keys = {key for i, key in enumerate(MICRO_KEYS) if mask >> i & 1}
+    return {(k.removesuffix("_per_gpu") if k in global_keys else k): (v * ranks if k in global_keys and v else v)
             for k, v in values.items()}
-
-
-MICRO_KEYS = (".ppo_micro_batch_size_per_gpu", ".log_prob_micro_batch_size_per_gpu")
 
 
 def added_override_prefix(path: Path, text: str) -> Callable[[str], str]:
@@ -76,7 +80,7 @@ def render_files(spec: Any) -> dict[str, str]:
         "Fill in data.train_files / data.val_files and the reward function before training.",
         *_vllm_directive(spec),
     ])
-    script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}"]) + 'cd "$(dirname "$0")"\n'
+    script = ("#!/bin/bash\n" + N.header([f"verl=={VERSION}", *_vllm_directive(spec)]) + 'cd "$(dirname "$0")"\n'
               f"python3 -m verl.trainer.main_ppo --config-path=. --config-name={CONFIG_NAME} \"$@\"\n")
     return {f"{CONFIG_NAME}.yaml": head + N.dump_yaml(config), "run_verl.sh": script}
 
@@ -108,9 +112,16 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
     C.require(spec, "logits", ("full_bf16", "chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
+    if spec.logits.value == "full_bf16" and spec.distribution.sequence_parallel_size > 1:
+        C.cannot_express("logits", "full_bf16 is verl without use_remove_padding, which its Ulysses sequence "
+                         "parallelism requires (workers/config/actor.py)")
     C.require(spec, "batch.padding_free", (spec.batch.max_tokens_per_gpu is not None,), fw)  # the reader: use_dynamic_bsz
-    # verl offloads the separate reference of full fine-tuning whatever its config says (the reader)
-    C.require(spec, "distribution.offload_reference_params", (spec.finetune.method.value == "full",), fw)
+    # verl CPU-offloads the separate reference of full fine-tuning whatever its config says (the reader)
+    separate_reference = spec.finetune.method.value == "full" and spec.kl_beta > 0
+    if spec.distribution.offload_reference_params != separate_reference:
+        C.cannot_express("distribution.offload_reference_params",
+                         f"{spec.distribution.offload_reference_params} cannot be written for verl: it always keeps the "
+                         "reference of full fine-tuning (KL > 0) on the CPU, and there is none otherwise")
     if lora:
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
         C.require(spec, "rollout.lora_sync", ("adapter", "adapter_layers"), fw)  # verl never merges (the reader)
