@@ -165,10 +165,10 @@ def test_verl_logits_by_hand() -> None:
     assert L.training_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == lm_input + 2 * 2 * es
     # with entropy: the logits, the cross-entropy's own gradient and the entropy's
     assert L.training_logits_bytes(arch, LogitsMode.bf16_flash_ce_entropy, 1, 999, 1, 1_000) == lm_input + 3 * 2 * es
-    # no grad: the logits and their temperature-scaled form (verl 0.9 scales out of place)
-    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == 2 * 2 * es
+    # no grad: the logits divided in place (verl 0.4-0.8, EasyR1)
+    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 1, 999, 1, 1_000) == 2 * es
     # every position counts, not only the completion TRL's moment keeps
-    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 2, 100, 1, 1_000) == 2 * 2 * 2 * 1_000 * 152_064
+    assert L.logprob_logits_bytes(arch, LogitsMode.bf16_flash_ce, 2, 100, 1, 1_000) == 2 * 2 * 1_000 * 152_064
 
 
 def test_lora_sync_is_unmerged_and_layered_when_asked(tmp_path: Path) -> None:

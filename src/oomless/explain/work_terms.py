@@ -190,8 +190,8 @@ LOGPROB = {
     LogitsMode.fused: "c * V * (B + F)",
     LogitsMode.fp32_all_positions: "(B + F) * ES",
     LogitsMode.bf16_all_positions: "(B + B) * ES",
-    LogitsMode.bf16_flash_ce: "B * FLASH_CE_TEMPERATURE_COPIES * ES",
-    LogitsMode.bf16_flash_ce_entropy: "B * FLASH_CE_TEMPERATURE_COPIES * ES",
+    LogitsMode.bf16_flash_ce: "B * ES",
+    LogitsMode.bf16_flash_ce_entropy: "B * ES",
 }
 TRAINING = {
     LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",

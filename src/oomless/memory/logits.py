@@ -187,7 +187,8 @@ FLASH_CE_TEMPERATURE_COPIES = 2
 a new gradient beside the one the cross-entropy wrote over the logits (traced: `oomless trace`,
 tests/trace/test_agreement.py); verl 0.9 divides out of place unless the temperature is 1
 (transformer_impl.py `_scale_logits_by_temperature`), holding the raw and the scaled logits.
-Both are two copies at their peak; 0.9 at temperature 1 holds one (planned as two)."""
+Both are two copies at their peak in training; 0.9 at temperature 1 holds one (planned as two).
+In the no-grad log-prob pass the in-place division holds one, 0.9's scaling two (planned as one)."""
 
 
 def flash_ce_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool, entropy: bool) -> int:
@@ -264,13 +265,14 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     copy with one chunk's fp32 upcast and log-softmax, (chunked_head) the gathered hidden
     states with the work buffer, or every position's bf16 logits (``seq_len`` a row) with
     their fp32 copy (fp32_all_positions, OpenRLHF), their bf16 log-softmax (bf16_all_positions,
-    ORZ), or with their temperature-scaled form (verl, `FLASH_CE_TEMPERATURE_COPIES`: flash-attn's
-    cross-entropy keeps per-row sums; the old-log-prob entropy is compiled and fused)."""
+    ORZ), or alone (verl 0.4-0.8 and EasyR1 divide by the temperature in place, flash-attn's
+    cross-entropy keeps per-row sums, the old-log-prob entropy is compiled and fused; verl 0.9 at a
+    temperature other than 1 scales out of place and holds two: `FLASH_CE_TEMPERATURE_COPIES`,
+    not planned in this no-grad pass)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
     if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions, LogitsMode.bf16_flash_ce,
                 LogitsMode.bf16_flash_ce_entropy):  # + fp32 copy / + log-softmax / verl: the logits alone
-        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(
-            mode, B * FLASH_CE_TEMPERATURE_COPIES)
+        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(mode, B)
         return per_logit * b * (seq_len if seq_len is not None else c + 1) * v
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:
