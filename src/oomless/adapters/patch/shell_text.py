@@ -16,6 +16,7 @@ framework's keys. Styles:
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable
@@ -181,6 +182,7 @@ def _word_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=65_536)  # pure; every key lookup of every dialect re-reads the same words
 def _unquoted(word: str) -> str:
     try:
         parts = shlex.split(word)
