@@ -213,8 +213,10 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
     # EasyR1's AdamW is fused (optim.strategy adamw) or a per-parameter loop (adamw_bf16), as the
     # reader states them: None where the unset field plans the same (fused under ZeRO-2, offloaded steps)
     steps = [None] if offload else ["fused", "for_loop"] if strategy == "fsdp" else [None, "for_loop"]
+    ft = draw(loras())
+    sync = "adapter_layers" if ft["method"] == "lora" else "merge"  # EasyR1 sends LoRA adapters unmerged, per layer
     return spec_from(
-        {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=draw(loras()), batch=batch,
+        {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
         gradient_checkpointing=draw(st.booleans()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
@@ -222,7 +224,7 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
         lengths={**draw(lengths()), "max_prompt_counts_images": True},  # EasyR1's bound holds the image tokens
         distribution={"strategy": strategy, "offload_params": offload,
                       "offload_optimizer": offload, "rank0_init": draw(st.booleans())},
-        rollout={"engine": "vllm_colocate", "engine_in_trainer_process": True, "sleep_level": 1,
+        rollout={"engine": "vllm_colocate", "engine_in_trainer_process": True, "sleep_level": 1, "lora_sync": sync,
                  "samples_per_request": batch["num_generations"],
                  "tensor_parallel_size": draw(st.sampled_from([t for t in (1, 2, 4) if hw["gpus_per_node"] % t == 0])),
                  "gpu_memory_utilization": draw(st.sampled_from([0.5, 0.6])), "enforce_eager": draw(st.booleans()),

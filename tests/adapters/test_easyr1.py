@@ -180,3 +180,18 @@ def test_padding_free_picks_the_logits_path(tmp_path: Path, padding_free: str, m
     path = tmp_path / "config.yaml"
     path.write_text(text)
     assert imported("easyr1", path, **HW).logits.value == mode
+
+
+def test_lora_adapters_go_to_vllm_unmerged(tmp_path: Path) -> None:
+    """sharding_manager/fsdp_vllm.py `_collect_lora_weights`: per layer, unmerged (TensorLoRARequest)."""
+    import yaml
+
+    from tests.helpers import component, plan_of
+
+    config = yaml.safe_load((NATIVE / "s2-before.yaml").read_text())
+    config["worker"]["actor"]["model"]["lora"] = {"rank": 16, "alpha": 32, "target_modules": "all-linear"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    spec = imported("easyr1", path, **HW)
+    assert (spec.finetune.method.value, spec.rollout.lora_sync.value) == ("lora", "adapter_layers")
+    assert component(plan_of(spec.model_dump(mode="json")), "weight_sync", "sync.lora_merge_delta") == 0

@@ -213,6 +213,6 @@ def transformers_directive(spec: Any) -> str:
 
 def require_merged_lora(spec: Any, framework: str) -> None:
     """Frameworks that merge LoRA adapters into the weights they send to the engine (TRL, ms-swift,
-    OpenRLHF, VLM-R1, EasyR1 as read) cannot say verl's unmerged syncs (`rollout.lora_sync`)."""
+    OpenRLHF, VLM-R1) cannot say verl's or EasyR1's unmerged syncs (`rollout.lora_sync`)."""
     if spec.finetune.method.value != "full":
         require(spec, "rollout.lora_sync", ("merge",), framework)

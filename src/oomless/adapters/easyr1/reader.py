@@ -258,6 +258,10 @@ def _rollout(v: dict[str, Any], out: N.Collected) -> None:
     images = C.as_int(f"{ROL}.limit_images", v[f"{ROL}.limit_images"], 0)
     if images > 0:
         ro["limit_images_per_prompt"] = images
+    if C.as_int(f"{ACT}.model.lora.rank", v[f"{ACT}.model.lora.rank"], 0) > 0:
+        # sharding_manager/fsdp_vllm.py `_collect_lora_weights`: layer by layer, the LoRA tensors
+        # alone made whole and sent unmerged (TensorLoRARequest); planned as one unit summoned
+        ro["lora_sync"] = "adapter_layers"
     out.set("rollout", ro)
 
 

@@ -52,7 +52,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     precision = C.require(spec, "precision", ("bf16_mixed", "bf16"), fw)
     C.require(spec, "optimizer", ("adamw",), fw)
     C.require(spec, "finetune.method", ("full", "lora"), fw)
-    C.require_merged_lora(spec, fw)
+    if spec.finetune.method.value == "lora":  # EasyR1 sends its adapters unmerged, layer by layer (the reader)
+        C.require(spec, "rollout.lora_sync", ("adapter_layers",), fw)
     C.require(spec, "logits", ("full_bf16", "bf16_flash_ce"), fw)  # padding_free false / true (the reader)
     if spec.finetune.method.value == "lora":
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
