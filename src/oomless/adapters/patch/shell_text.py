@@ -228,12 +228,10 @@ class _Command:
         return None
 
     def find_override(self, key: str) -> int | None:
-        """The override of ``key`` that takes effect: Hydra applies repeated ones in order."""
-        found = self.find_overrides(key)
-        return found[-1] if found else None
+        """The override of ``key`` that takes effect (Hydra applies repeated ones in order)."""
+        return (self.find_overrides(key) or [None])[-1]
 
     def find_overrides(self, key: str) -> list[int]:
-        """Every word overriding ``key`` (a script may repeat one; Hydra applies them in order)."""
         return [i for i, w in enumerate(self.words) if _unquoted(w.text).lstrip("+").startswith(key + "=")]
 
     def value_span(self, i: int) -> tuple[int, int]:
