@@ -14,6 +14,7 @@ from ..memory import constants as C
 from ..memory import params as P
 from ..memory import states as S
 from ..planner import roles as R
+from ..planner import sharding_terms as ST
 from ..spec.run import Finetune, Optimizer, Precision, Role, Strategy
 from .context import ROLE_OF_PREFIX, Ctx
 from .formula import Formula, Input, code_ref, constant, constant_doc, doc_source, fn_input
@@ -92,12 +93,12 @@ def weights(ctx: Ctx, name: str) -> Formula:
 @gpu(rf"{ROLES}\.persistent_params")
 def persistent_params(ctx: Ctx, name: str) -> Formula:
     m = ctx.model(ROLE_OF_PREFIX[name.split(".")[0]])
-    threshold = R.deepspeed_value(ctx.spec.distribution.stage3_param_persistence_threshold, m.arch, R.AUTO_PERSISTENCE_THRESHOLD)
+    threshold = ST.deepspeed_value(ctx.spec.distribution.stage3_param_persistence_threshold, m.arch, ST.AUTO_PERSISTENCE_THRESHOLD)
     return Formula("small * BF16_BYTES * (N - 1) // N", (
         fn_input("small", P.num_small_parameters(m.arch, threshold), P.num_small_parameters,
                  f"parameters in tensors of at most {threshold:,} elements (stage3_param_persistence_threshold)"),
         constant(C, "BF16_BYTES"), _shards(m),
-    ), doc_source(R._persistent), code_ref(R._persistent))
+    ), doc_source(ST._persistent), code_ref(ST._persistent))
 
 
 @gpu(rf"{ROLES}\.master_weights")
@@ -165,16 +166,16 @@ def reduce_buckets(ctx: Ctx, name: str) -> Formula:
         if not any(c.name == name for c in ctx.states_of(role)):
             continue
         m = ctx.model(role)
-        size = R.deepspeed_value(spec.distribution.reduce_bucket_size, m.arch, R.AUTO_REDUCE_BUCKET)
+        size = ST.deepspeed_value(spec.distribution.reduce_bucket_size, m.arch, ST.AUTO_REDUCE_BUCKET)
         buffers = 1 if spec.distribution.strategy == Strategy.zero3 else (2 if spec.distribution.overlap_comm else 1)
         p = role.value
-        inputs += [Input(f"bucket_{p}", size, f"reduce_bucket_size of the {p} in elements ('auto' = h²)", source=doc_source(R.deepspeed_value)),
+        inputs += [Input(f"bucket_{p}", size, f"reduce_bucket_size of the {p} in elements ('auto' = h²)", source=doc_source(ST.deepspeed_value)),
                    Input(f"buffers_{p}", buffers, "buffers: 2 with overlap_comm under ZeRO-1/2, else 1")]
         terms.append(f"bucket_{p} * BF16_BYTES * buffers_{p}")
     inputs.append(constant(C, "BF16_BYTES"))
     return Formula(" + ".join(terms), tuple(inputs),
                    "deepspeed/runtime/zero/stage_1_and_2.py (ipg_buffer, _release_ipg_buffers), stage3.py (one buffer "
-                   f"from init); {doc_source(R.deepspeed_value)}", code_ref(R._reduce_bucket))
+                   f"from init); {doc_source(ST.deepspeed_value)}", code_ref(ST._reduce_bucket))
 
 
 @gpu(r"zero\.gathered_params")
@@ -187,12 +188,12 @@ def gathered_params(ctx: Ctx, name: str) -> Formula:
     largest = fn_input("largest", P.num_largest_module_parameters(arch), P.num_largest_module_parameters, "parameters of the largest module")
     if dist.strategy == Strategy.fsdp:
         return Formula("2 * max(layer, largest) * BF16_BYTES", (layer, largest, constant(C, "BF16_BYTES")),
-                       "PyTorch FSDP docs (BACKWARD_PRE prefetch: the current and the next unit unsharded)", code_ref(R._gathered))
-    prefetch = R.deepspeed_value(dist.stage3_prefetch_bucket_size, arch, R.AUTO_PREFETCH_BUCKET)
+                       "PyTorch FSDP docs (BACKWARD_PRE prefetch: the current and the next unit unsharded)", code_ref(ST._gathered))
+    prefetch = ST.deepspeed_value(dist.stage3_prefetch_bucket_size, arch, ST.AUTO_PREFETCH_BUCKET)
     return Formula("min(max(largest, layer + prefetch), max_live) * BF16_BYTES", (
         largest, layer, Input("prefetch", prefetch, "stage3_prefetch_bucket_size ('auto' = 0.9 h²)"),
         Input("max_live", dist.stage3_max_live_parameters, "stage3_max_live_parameters"), constant(C, "BF16_BYTES"),
-    ), doc_source(R._gathered), code_ref(R._gathered))
+    ), doc_source(ST._gathered), code_ref(ST._gathered))
 
 
 @gpu(r"optimizer\.fp32_grads")
@@ -214,8 +215,8 @@ def _fp32_grads_of(ctx: Ctx) -> Formula:
     if dist.strategy == Strategy.zero3:
         return Formula("min(ceil(Psi_t * FP32_BYTES / N), sub_group_size * FP32_BYTES)",
                        (*inputs, Input("sub_group_size", dist.sub_group_size, "ZeRO-3 sub_group_size (elements per optimizer sub-group)")),
-                       f"{source}; deepspeed/runtime/zero/stage3.py (_prepare_fp32_grad_for_sub_group)", code_ref(R._fp32_grads))
-    return Formula("ceil(Psi_t * FP32_BYTES / N)", inputs, source, code_ref(R._fp32_grads))
+                       f"{source}; deepspeed/runtime/zero/stage3.py (_prepare_fp32_grad_for_sub_group)", code_ref(ST._fp32_grads))
+    return Formula("ceil(Psi_t * FP32_BYTES / N)", inputs, source, code_ref(ST._fp32_grads))
 
 
 @gpu(r"optimizer\.step_temporaries")

@@ -294,11 +294,9 @@ def sync_gathered(ctx: Ctx, name: str) -> Formula:
                                                 constant(C, "BF16_BYTES")),
                        "TRL _move_model_to_vllm (full fine-tuning gathers one parameter at a time)", code_ref(GP.sync_gather_bytes))
     if spec.finetune.method != FinetuneMethod.full and spec.rollout.lora_sync == LoraSync.adapter_layers:
-        arch = m.arch
         return Formula("unit - unit // N", (
-            Input("unit", max(P.num_decoder_layer_parameters(arch) // arch.num_layers, P.num_largest_module_parameters(arch))
-                  * (m.weights_full // max(P.num_parameters(arch), 1)),
-                  "the largest FSDP unit (a decoder layer, or the embedding / LM head) in the parameters' dtype"),
+            fn_input("unit", GT.largest_unit_bytes(m), GT.largest_unit_bytes,
+                     "the largest FSDP unit (a decoder layer, or the embedding / LM head) in the parameters' dtype"),
             Input("N", m.num_shards, "shards of the model"),
         ), doc_source(GT.layered_summon_bytes), code_ref(GT.layered_summon_bytes))
     return Formula("(W_full - W_shard) // batches", (

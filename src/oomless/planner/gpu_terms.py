@@ -43,10 +43,16 @@ def layered_summon_bytes(m: RoleModel) -> int:
     largest module) summoned alone, in the parameters' own dtype, beyond this GPU's shard of it.
     Source: verl utils/fsdp_utils.py `layered_summon_lora_params` (``FSDP.summon_full_params``
     per submodule, then ``empty_cache``), 0.4.1 to 0.9.1."""
+    unit = largest_unit_bytes(m)
+    return unit - unit // max(m.num_shards, 1)
+
+
+def largest_unit_bytes(m: RoleModel) -> int:
+    """The largest FSDP unit of ``m`` whole, in its parameters' dtype: a decoder layer, or the
+    largest module (embedding / LM head) where that is bigger (sharding_terms `_gathered`)."""
     arch = m.arch
     per_param = m.weights_full // max(P.num_parameters(arch), 1)
-    unit = max(P.num_decoder_layer_parameters(arch) // arch.num_layers, P.num_largest_module_parameters(arch)) * per_param
-    return unit - unit // max(m.num_shards, 1)
+    return max(P.num_decoder_layer_parameters(arch) // arch.num_layers, P.num_largest_module_parameters(arch)) * per_param
 
 
 def lora_per_token(spec: RunSpec, arch: ModelArch) -> int:

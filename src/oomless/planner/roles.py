@@ -20,10 +20,7 @@ from ..spec.run import (
 )
 from ..frozen_hash import cached_hash, state_without_hash
 from .memo import Memo, value_key
-from .sharding_terms import (  # noqa: F401  (re-exported: explain/state_terms.py reads them here)
-    AUTO_PERSISTENCE_THRESHOLD, AUTO_PREFETCH_BUCKET, AUTO_REDUCE_BUCKET, _fp32_grads, _gathered, _persistent,
-    _reduce_bucket, deepspeed_value,
-)
+from .sharding_terms import _fp32_grads, _gathered, _persistent, _reduce_bucket
 
 MODEL_ROLES = (Role.actor, Role.reference, Role.critic, Role.reward)
 

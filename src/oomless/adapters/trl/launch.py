@@ -26,7 +26,6 @@ from . import versions as TV
 if TYPE_CHECKING:
     from .reader import Keys
 
-GRAPHS_IN_BUDGET = GRAPHS_IN_BUDGET_FROM
 COLOCATE_MAX_NUM_BATCHED_TOKENS = 4096
 TRL_ACCELERATE_CONFIGS: dict[str, dict[str, Any]] = {
     **{f"zero{stage}": {"distributed_type": "DEEPSPEED", "num_processes": 8, "num_machines": 1,
@@ -270,7 +269,7 @@ def rollout(keys: Keys, launch: Launch, arch: ModelArch, vllm: tuple[int, ...], 
         for name in ("vllm_mode", *colocate_keys):
             keys.ignore(name, "no effect: use_vllm is false (transformers generate)")
         return {"engine": "hf"}, processes
-    graphs = vllm >= GRAPHS_IN_BUDGET
+    graphs = vllm >= GRAPHS_IN_BUDGET_FROM
     placement = TV.vllm_placement(keys.version)
     if placement == "device" or (keys.get("vllm_device") is not None and "vllm_mode" not in keys.values
                                  and placement == "mode" and not keys.version_stated):  # a stated 0.18+ drops it

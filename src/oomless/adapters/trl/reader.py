@@ -38,6 +38,7 @@ from ...catalog.models import ModelArch
 from ...catalog.resolve import load_model
 from ... import safe_paths as SP
 from ...errors import InputError
+from ...memory.vllm import GRAPHS_IN_BUDGET_FROM
 from . import hardware as TH
 from . import launch as TL
 from . import prompts
@@ -189,7 +190,7 @@ def import_path(path: Path, hardware: Any, overlay: Mapping[str, str] | None = N
         TV.stated_vllm(spec["rollout"], vllm, trl_version)
     spec.update({"transformers_version": directives["transformers"]} if "transformers" in directives else {})
     if idle_engine is not None and spec["rollout"]["engine"] == "hf":
-        idle_engine["cuda_graphs_in_budget"] = vllm >= TL.GRAPHS_IN_BUDGET
+        idle_engine["cuda_graphs_in_budget"] = vllm >= GRAPHS_IN_BUDGET_FROM
         if trl_version >= TV.COLOCATE_BATCHED_TOKENS_FROM:
             idle_engine["max_num_batched_tokens"] = TL.COLOCATE_MAX_NUM_BATCHED_TOKENS
         batch = spec["batch"]

@@ -46,7 +46,7 @@ def batch(cfg: Any, out: N.Collected) -> None:
     if older:
         out.notes.append(f"{', '.join(older)}: the older global micro-batch keys, read as verl 0.4-0.8 divides them over "
                          f"the {world // sp} data-parallel ranks; verl 0.9's engine workers refuse them (set the _per_gpu keys)")
-    _round_and_schedule(cfg, sp, out)
+    _round_and_schedule(cfg, world, sp, out)
 
 
 def _micro_per_gpu(cfg: Any, role: str, name: str, data_parallel: int) -> int | None:
@@ -70,11 +70,10 @@ def _micro_per_gpu(cfg: Any, role: str, name: str, data_parallel: int) -> int | 
     return micro
 
 
-def _round_and_schedule(cfg: Any, sp: int, out: N.Collected) -> None:
+def _round_and_schedule(cfg: Any, world: int, sp: int, out: N.Collected) -> None:
     """`data.train_batch_size` prompts a round, `ppo_mini_batch_size` an optimizer step,
     `trainer.total_training_steps` and `save_freq` in rounds (adapters/schedule.py)."""
     g = cfg.get
-    world = C.as_int("trainer.n_gpus_per_node", g("trainer.n_gpus_per_node"), 1) * C.as_int("trainer.nnodes", g("trainer.nnodes"), 1)
     n = C.as_int(f"{R}.n", g(f"{R}.n"), 1)
     micro = out.spec.get("batch", {}).get("micro_batch_size", 1)
     rnd = SCH.verl_round(C.as_int("data.train_batch_size", g("data.train_batch_size"), 1),

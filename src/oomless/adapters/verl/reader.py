@@ -87,9 +87,6 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=data)
 
 
-GRAPHS_IN_BUDGET = GRAPHS_IN_BUDGET_FROM
-
-
 def _stated_vllm(directives: dict[str, str], out: N.Collected) -> None:
     """`# oomless: vllm==X` names the vLLM release the run uses. Unstated, the release verl 0.9.1
     installs (its `vllm` extra pins vllm==0.24.0: graphs inside the budget). verl 0.4 to 0.8
@@ -98,9 +95,9 @@ def _stated_vllm(directives: dict[str, str], out: N.Collected) -> None:
     stated = directives.get("vllm")
     if stated is None:
         return
-    release = C.parse_version("# oomless: vllm==", stated)
+    release = C.parse_version("vllm version", stated)
     out.set("rollout.vllm_version", stated)
-    out.set("rollout.cuda_graphs_in_budget", release >= GRAPHS_IN_BUDGET)
+    out.set("rollout.cuda_graphs_in_budget", release >= GRAPHS_IN_BUDGET_FROM)
 
 
 MAIN = ("verl.trainer.main_ppo", "main_ppo.py", "main_ppo")
