@@ -177,14 +177,15 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     # reader states None for foreach, and for any step on the CPU: FSDP2 offload_policy)
     steps = [None] if offload else [None, "fused", "for_loop"]
     kl = draw(st.sampled_from([0.0, 0.001, 0.04]))
+    # full_bf16 is verl without remove-padding, which Ulysses needs; remove-padding packs the rows
+    logits = draw(st.sampled_from(["chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"]
+                                  + (["full_bf16"] if ulysses == 1 and "max_tokens_per_gpu" not in batch else [])))
+    batch.update(padding_free=logits != "full_bf16", length_sorted_micro_batches=draw(st.booleans()))  # balance_batch
     return spec_from(
         {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
-        gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=kl,
-        # full_bf16 is verl without remove-padding, which Ulysses needs
-        logits=draw(st.sampled_from(["chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"]
-                                    + (["full_bf16"] if ulysses == 1 else []))),
+        gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=kl, logits=logits,
         distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
                       "sequence_parallel_size": ulysses,
                       "offload_reference_params": ft["method"] == "full" and kl > 0},  # verl offloads its reference
@@ -215,12 +216,14 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
     steps = [None] if offload else ["fused", "for_loop"] if strategy == "fsdp" else [None, "for_loop"]
     ft = draw(loras())
     sync = "adapter_layers" if ft["method"] == "lora" else "merge"  # EasyR1 sends LoRA adapters unmerged, per layer
+    logits = draw(st.sampled_from(["full_bf16", "bf16_flash_ce"]))  # EasyR1 padding_free false / true
+    batch["padding_free"] = logits == "bf16_flash_ce"
     return spec_from(
         {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
         gradient_checkpointing=draw(st.booleans()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
-        logits=draw(st.sampled_from(["full_bf16", "bf16_flash_ce"])),  # EasyR1 padding_free false / true
+        logits=logits,
         lengths={**draw(lengths()), "max_prompt_counts_images": True},  # EasyR1's bound holds the image tokens
         distribution={"strategy": strategy, "offload_params": offload,
                       "offload_optimizer": offload, "rank0_init": draw(st.booleans())},

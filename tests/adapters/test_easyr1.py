@@ -29,7 +29,7 @@ def test_defaults_and_reported_keys(tmp_path: Path) -> None:
     # EasyR1 dataclass defaults: micro 4 / 16, TP 2 at 0.6, prompt/response 512, sleep level 1.
     # The round (adapters/schedule.py): Ulysses 2 leaves 4 data-parallel ranks; 512 prompts a round
     # and 256 an optimizer step, n 1, micro 4: 512 / 4 / 4 = 32 micro-batches a round, 256 / 4 / 4 = 16 a step.
-    assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1,
+    assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1, "padding_free": True,
                              "gradient_accumulation_steps": 16, "steps_per_generation": 32}
     assert spec["rollout"]["tensor_parallel_size"] == 2 and spec["rollout"]["sleep_level"] == 1
     assert spec["rollout"]["limit_images_per_prompt"] == 2 and spec["kl_beta"] == 0.0

@@ -35,7 +35,7 @@ UNEXPRESSIBLE: dict[str, list[tuple[str, Any]]] = {
     "easyr1": [("distribution.strategy", "zero3"), ("rollout.sleep_level", 2), ("rollout.engine_in_trainer_process", False),
                ("attention", "sdpa"), ("precision", "fp16_mixed"), ("optimizer", "sgd"), ("algorithm", "dapo"),
                ("rollout.max_num_seqs", 64), ("logits", "chunked"), ("rollout.samples_per_request", 1),
-               ("distribution.sequence_parallel_size", 2), ("batch.padding_free", True)],
+               ("distribution.sequence_parallel_size", 2), ("batch.max_tokens_per_gpu", 4096)],
     "openrlhf": [("precision", "bf16"), ("optimizer", "adamw_8bit"), ("placement.process_per_role", False),
                  ("rollout.max_num_batched_tokens", 4096), ("rollout.max_num_seqs", 64), ("algorithm", "dapo"),
                  ("rollout.max_model_len", 99999), ("logits", "fused"), ("batch.gradient_accumulation_steps", 2),

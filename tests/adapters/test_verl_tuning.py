@@ -213,3 +213,17 @@ def test_a_stated_vllm_release_is_written_back(tmp_path: Path) -> None:
     spec = imported("verl", script(tmp_path, PER_GPU, head="# oomless: vllm==0.8.3\n"), gpu="H100-80GB")
     again = round_trip("verl", spec, tmp_path / "out", gpu="H100-80GB")
     assert [(s.rollout.vllm_version, s.rollout.cuda_graphs_in_budget) for s in again] == [("0.8.3", False)] * len(again)
+
+
+@pytest.mark.parametrize(("overrides", "packed", "length_sorted"), [
+    ((), True, True),  # verl 0.9.1's defaults: use_remove_padding and balance_batch on
+    (("actor_rollout_ref.model.use_remove_padding=False",), False, True),
+    (("actor_rollout_ref.model.use_remove_padding=True", "trainer.balance_batch=False"), True, False),
+])
+def test_remove_padding_packs_rows_and_balance_batch_sorts_them(tmp_path: Path, overrides: tuple[str, ...], packed: bool,
+                                                               length_sorted: bool) -> None:
+    """dp_actor.py `unpad_input` packs a micro-batch's rows; ray_trainer.py `_balance_batch` (>= 0.6.1)
+    sorts each rank's share by workload, the longest in the middle micro-batch."""
+    spec = imported("verl", script(tmp_path, PER_GPU, *overrides), gpu="H100-80GB")
+    assert spec.batch.padding_free is packed
+    assert spec.batch.length_sorted_micro_batches is length_sorted

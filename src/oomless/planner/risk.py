@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 from ..catalog.models import ModelArch
 from ..memory import constants as C
-from ..spec.run import RunSpec
+from ..spec.run import RolloutEngine, RunSpec
+from . import packed_risk as PR
 from . import vision_terms as VT
 from .batches import DataLengths
 
@@ -112,8 +113,21 @@ def lengths_at(spec: RunSpec, point: dict[str, int]) -> DataLengths:
 
 def typical_lengths(spec: RunSpec, arch: ModelArch, members: int) -> DataLengths:
     """Every sequence at the median of the longest of ``members`` (a padded micro-batch reaches
-    its longest member; a packed one is at most members × the longest)."""
-    return lengths_at(spec, {d: k.median_of_longest(members) for d, k in length_knots(spec, arch).items()})
+    its longest member); for packed rows the sum is what counts, so every sequence at the
+    (dominating) mean, which a micro-batch's sum concentrates near (`packed_risk`)."""
+    dims = length_knots(spec, arch)
+    if packed_sums(spec, arch):
+        return lengths_at(spec, {d: math.ceil(PR.mean(PR.dominating_atoms(dims[d].points))) for d in ("prompt", "completion")})
+    return lengths_at(spec, {d: k.median_of_longest(members) for d, k in dims.items()})
+
+
+def packed_sums(spec: RunSpec, arch: ModelArch) -> bool:
+    """Whether a micro-batch's memory follows the sum of its members' tokens alone: packed rows
+    of text, no token budget (its parts are bounded in `batches`), vLLM generation (HF
+    `generate` pads every row to the longest)."""
+    b = spec.batch
+    return (b.padding_free and b.max_tokens_per_gpu is None and b.logprob_token_budget is None
+            and spec.rollout.engine != RolloutEngine.hf and not VT.has_images(spec, arch))
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,8 @@ def batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int, fits_at:
     if spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None:
         return BatchRisk(sequences_per_step, None, None, steps, None, None,
                          "a token budget's parts exceed it through the partition of a whole step; not estimated")
+    if packed_sums(spec, arch):
+        return packed_batch_risk(spec, arch, sequences_per_step, fits_at)
     dims = length_knots(spec, arch)
     names = list(dims)
     combos = []
@@ -170,3 +186,48 @@ def batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int, fits_at:
         return BatchRisk(sequences_per_step, None, None, steps, None, None, "too many percentile points; not estimated")
     per_run, first = _over_run(1.0, steps)
     return BatchRisk(sequences_per_step, 1.0, None, steps, per_run, first, "no given length point below the limits fits")
+
+
+def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
+                      fits_at: Callable[[DataLengths], bool]) -> BatchRisk:
+    """The chance per step that a packed micro-batch holds more tokens than the plan allows.
+
+    Find the largest mean length ``a`` per sequence at which the plan fits (memory of packed
+    rows rises with their sum only), then bound, per GPU and per rollout, the chance that the
+    micro-batch holds more than ``a·b`` tokens, for the training and the log-prob micro-batches,
+    summed over them and the GPUs (union bound): each a block of ``b`` rows in the data's order
+    (`packed_risk.sum_tail`), or, where the framework sorts a GPU's share by length
+    (`batch.length_sorted_micro_batches`), the longest ``b`` of the share
+    (`packed_risk.longest_share_tail`). A rollout feeds one or more optimizer steps; each is given the rollout's chance."""
+    steps, b = spec.schedule.max_steps, spec.batch
+    dims = length_knots(spec, arch)
+    prompt, completion = (PR.dominating_atoms(dims[d].points) for d in ("prompt", "completion"))
+    total = PR.comonotone_sum(prompt, completion)
+    share_of = PR.mean(prompt) / max(PR.mean(prompt) + PR.mean(completion), 1e-9)
+
+    def split(a: int) -> DataLengths:
+        p = min(spec.lengths.max_prompt_tokens, max(1, round(a * share_of)))
+        c = min(spec.lengths.max_completion_tokens, max(1, a - p))
+        p = min(spec.lengths.max_prompt_tokens, max(1, a - c))
+        return lengths_at(spec, {"prompt": p, "completion": c})
+
+    low, high = 0, total[-1][0] + 1  # fits(low) (0: nothing), not fits(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits_at(split(mid)) else (low, mid)
+    if low == 0:
+        per_run, first = _over_run(1.0, steps)
+        return BatchRisk(sequences_per_step, 1.0, None, steps, per_run, first, "no mean length per sequence fits")
+    ranks = max(1, sequences_per_step // (b.micro_batch_size * b.gradient_accumulation_steps))
+    share = math.ceil(b.micro_batch_size * spec.steps_per_generation * b.oversample_factor)
+    if b.length_sorted_micro_batches:  # one micro-batch may hold the share's longest rows
+        tails = sum(PR.longest_share_tail(total, rows, share, b.num_generations, low * rows)
+                    for rows in (b.micro_batch_size, spec.logprob_micro_batch_size))
+    else:  # the share's micro-batches, each a block of rows in the data's order
+        tails = sum(math.ceil(share / rows) * PR.sum_tail(total, rows, b.num_generations, low * rows)
+                    for rows in (b.micro_batch_size, spec.logprob_micro_batch_size))
+    per_step = min(1.0, ranks * tails)
+    per_run, first = _over_run(per_step, steps)
+    return BatchRisk(sequences_per_step, per_step, split(low), steps, per_run, first,
+                     f"packed rows: bound on the chance that a micro-batch's sum exceeds {low:,} tokens per sequence "
+                     "on average (Chernoff; any prompt/completion and within-group dependence)")

@@ -167,6 +167,13 @@ class Batch(_Frozen):
         "`--padding_free`, TRL `padding_free`, OpenRLHF `--packing_samples`, verl `use_remove_padding`). "
         "Default false: every member is padded to the longest one.",
     )
+    length_sorted_micro_batches: bool = Field(
+        False,
+        description="A GPU's share of a rollout is sorted by length before it is cut into micro-batches, so one "
+        "micro-batch can hold its longest sequences together (verl >= 0.6.1 `trainer.balance_batch`, its default: "
+        "ray_trainer.py `_balance_batch` puts the longest in the middle). Matters only for the chance of a packed "
+        "batch over the typical one. Default false: micro-batches take rows in the data's order.",
+    )
     max_tokens_per_gpu: Annotated[int, Field(ge=1, le=2**31), INT64] | None = Field(
         None,
         description="Token budget of one training micro-batch per GPU: the sequences of a step are split into "

@@ -187,6 +187,8 @@ def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
         "micro_batch_size": C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1),
         "logprob_micro_batch_size": C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience", v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1),
         "num_generations": C.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1),
+        # padding_free (dp_actor.py `unpad_input`): each micro-batch's rows packed into one
+        "padding_free": C.as_bool(f"{ACT}.padding_free", v[f"{ACT}.padding_free"]),
     })
     # max_prompt_length bounds the processor's input_ids, image tokens included: longer prompts are
     # refused (early 2025: postprocess_data truncation "error") or filtered (filter_overlong_prompts).

@@ -60,7 +60,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     C.require(spec, "rollout.samples_per_request", (None, spec.batch.num_generations), fw)  # the reader: rollout.n (None: n)
     C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
     C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
-    C.require(spec, "batch.padding_free", (False,), fw)
+    C.require(spec, "batch.padding_free", (spec.logits.value == "bf16_flash_ce",), fw)  # one key: padding_free (the reader)
     algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
     C.require(spec, "ray.enabled", (True,), fw)
     C.require(spec, "rollout.max_num_seqs", (None,), fw)

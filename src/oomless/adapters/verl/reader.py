@@ -204,12 +204,18 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
         out.set("finetune.method", "full")
     if C.as_bool(f"{M}.use_liger", cfg.get(f"{M}.use_liger")):  # fsdp_workers: _apply_liger_kernel_to_instance(actor_module)
         out.set("liger_kernels", True)
+    remove_padding = C.as_bool(f"{M}.use_remove_padding", cfg.get(f"{M}.use_remove_padding"))
+    if remove_padding:  # dp_actor.py `unpad_input`: each micro-batch's rows packed into one
+        out.set("batch.padding_free", True)
+    # verl >= 0.6.1 `_balance_batch` (trainer.balance_batch, default true) sorts each rank's share
+    # by workload and puts the longest in the middle micro-batch (trainer/ppo/ray_trainer.py)
+    out.set("batch.length_sorted_micro_batches", C.as_bool("trainer.balance_batch", cfg.get("trainer.balance_batch")))
     if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):
         out.set("logits", "fused")
     elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
         out.set("logits", "chunked")
         out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
-    elif C.as_bool(f"{M}.use_remove_padding", cfg.get(f"{M}.use_remove_padding")):
+    elif remove_padding:
         # dp_actor.py: every real token's bf16 logits, flash-attn's cross-entropy in place unless
         # the entropy is computed (entropy_coeff != 0 or calculate_entropy); without remove-padding
         # the padded path is planned with the default (TRL's) logits moment

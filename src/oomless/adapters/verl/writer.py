@@ -115,7 +115,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if spec.logits.value == "full_bf16" and spec.distribution.sequence_parallel_size > 1:
         C.cannot_express("logits", "full_bf16 is verl without use_remove_padding, which its Ulysses sequence "
                          "parallelism requires (workers/config/actor.py)")
-    C.require(spec, "batch.padding_free", (spec.batch.max_tokens_per_gpu is not None,), fw)  # the reader: use_dynamic_bsz
+    # the reader: use_remove_padding (written from the logits mode) or use_dynamic_bsz packs rows
+    C.require(spec, "batch.padding_free", (spec.logits.value != "full_bf16" or spec.batch.max_tokens_per_gpu is not None,), fw)
     # verl CPU-offloads the separate reference of full fine-tuning whatever its config says (the reader)
     separate_reference = spec.finetune.method.value == "full" and spec.kl_beta > 0
     if spec.distribution.offload_reference_params != separate_reference:
@@ -200,6 +201,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         "data": data,
         "algorithm": {"adv_estimator": {"ppo": "gae"}.get(algorithm, algorithm), "use_kl_in_reward": False},
         "trainer": {"n_gpus_per_node": spec.hardware.gpus_per_node, "nnodes": spec.hardware.num_nodes,
+                    "balance_batch": spec.batch.length_sorted_micro_batches,
                     **({"total_training_steps": rnd.max_rounds} if rnd.max_rounds is not None else {}),
                     **({"save_freq": rnd.save_every_rounds} if rnd.save_every_rounds is not None else {})},
     }
