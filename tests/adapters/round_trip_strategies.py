@@ -178,7 +178,7 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     steps = [None] if offload else [None, "fused", "for_loop"]
     kl = draw(st.sampled_from([0.0, 0.001, 0.04]))
     # full_bf16 is verl without remove-padding, which Ulysses needs; remove-padding packs the rows
-    logits = draw(st.sampled_from(["chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"]
+    logits = draw(st.sampled_from(["chunked", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"]
                                   + (["full_bf16"] if ulysses == 1 and "max_tokens_per_gpu" not in batch else [])))
     batch.update(padding_free=logits != "full_bf16", length_sorted_micro_batches=draw(st.booleans()))  # balance_batch
     return spec_from(

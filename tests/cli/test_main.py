@@ -30,6 +30,7 @@ EXPECTED_SURFACE = {
         ("data", ("--data",), "option", False, None),
         ("data_split", ("--data-split",), "option", False, "train"),
         ("tokenizer", ("--tokenizer",), "option", False, None),
+        ("run_log", ("--run-log",), "option", False, None),
     ],
     "explain": [
         ("spec", ("spec",), "argument", True, None),
@@ -73,6 +74,7 @@ EXPECTED_SURFACE = {
         ("data", ("--data",), "option", False, None),
         ("data_split", ("--data-split",), "option", False, "train"),
         ("tokenizer", ("--tokenizer",), "option", False, None),
+        ("run_log", ("--run-log",), "option", False, None),
     ],
     "export": [
         ("spec", ("spec",), "argument", True, None),
@@ -100,6 +102,8 @@ EXPECTED_SURFACE = {
         ("split", ("--split",), "option", False, "train"),
         ("limit", ("--limit",), "option", False, 100000),
         ("as_json", ("--json",), "option", False, False),
+        ("completion_field", ("--completion-field",), "option", False, None),
+        ("max_completion_tokens", ("--max-completion-tokens",), "option", False, None),
     ],
     "gpus": [("as_json", ("--json",), "option", False, False)],
     "env": [("as_json", ("--json",), "option", False, False)],

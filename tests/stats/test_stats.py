@@ -42,7 +42,7 @@ def test_jsonl_with_chat_prompts_counts_characters(tmp_path: Path) -> None:
     stats = measure(got, truncated)
     assert stats.prompt_field == "messages" and stats.prompt_tokens == [10 * i for i in range(1, 11)]
     fragment = spec_fragment(stats)
-    assert fragment["lengths"] == {"typical_prompt_tokens": 50, "prompt_percentiles": {90: 90, 99: 100}}
+    assert fragment["lengths"] == {"typical_prompt_tokens": 50, "prompt_percentiles": {90: 90, 99: 100}, "mean_prompt_tokens": 55.0}
 
 
 def test_limit_reads_the_first_rows(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import typer
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS, InputError
 from .import_cmd import (DATA_OPTION, DATA_SPLIT_OPTION, FROM_HELP, GPUS_PER_NODE_OPTION, GPU_HELP, HOST_RAM_OPTION,
-                         NODES_OPTION, TOKENIZER_OPTION, measured)
+                         NODES_OPTION, RUN_LOG_OPTION, TOKENIZER_OPTION, measured)
 
 if TYPE_CHECKING:
     from ..fit.probe import Margin
@@ -64,6 +64,7 @@ def fit_command(
     data: str = DATA_OPTION,
     data_split: str = DATA_SPLIT_OPTION,
     tokenizer: str = TOKENIZER_OPTION,
+    run_log: str = RUN_LOG_OPTION,
 ) -> None:
     """Search memory knobs that keep the training maths for the fastest configuration that fits;
     exit 0 found, 1 nothing fits, 2 bad input."""
@@ -75,7 +76,7 @@ def fit_command(
         from ..fit.write import check_target, write_spec
 
         options = FitOptions(_margin(margin, margin_fraction), _allowed(allow, MATH_KNOBS), _top(top))
-        data_args = (data, data_split, tokenizer)
+        data_args = (data, data_split, tokenizer, run_log)
         if maximize_path is not None:
             return _maximize(spec, from_framework, (gpu, gpus_per_node, nodes, host_ram), maximize_path, options, as_json,
                              data_args)
@@ -88,7 +89,7 @@ def fit_command(
         elif write is not None:
             check_target(write, spec)
         native = None
-        if from_framework is None and data is None:
+        if from_framework is None and data is None and run_log is None:
             result = fit_file(spec, options)
         elif from_framework is None:
             from ..fit.search import fit
@@ -165,7 +166,7 @@ def fit_command(
 
 
 def _maximize(spec: Path, framework: str | None, hardware: tuple, path: str, options: FitOptions, as_json: bool,
-              data_args: tuple[str | None, str, str | None]) -> int:
+              data_args: tuple[str | None, str, str | None, str | None]) -> int:
     """`--maximize FIELD`: print the largest fitting value (`fit.maximize`)."""
     from ..fit.maximize import maximize, maximize_lines, maximize_to_dict
     from ..spec.load import load_run, read_yaml

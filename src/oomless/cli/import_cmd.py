@@ -41,21 +41,33 @@ TOKENIZER_OPTION = typer.Option(
     "Hugging Face cache; else characters / 4.")
 
 
-def measured(run: Any, raw: dict | None, spec: Path, data: str | None, split: str,
-             tokenizer: str | None) -> tuple[Any, dict | None]:
-    """The run (and, for `fit`, its spec mapping) with ``data``'s lengths, its notes printed;
-    unchanged, with a warning for options given in vain, without ``data``."""
-    if data is None:
-        if tokenizer is not None or split != "train":
-            typer.echo("warning: --tokenizer/--data-split are ignored without --data", err=True)
-        return run, raw
-    from ..stats.apply import with_data, with_data_raw
+RUN_LOG_OPTION = typer.Option(
+    None, "--run-log", help="The log of an earlier run of this config (console output, ms-swift logging.jsonl, "
+    "wandb-history.jsonl): the completion lengths it logged (TRL/ms-swift completions/*, verl/EasyR1 response_length/*) "
+    "bound the batches the run meets.")
 
-    folder = spec.resolve().parent
-    if raw is None:
-        run, notes = with_data(run, data, split, tokenizer, config_folder=folder)
-    else:
-        run, raw, notes = with_data_raw(run, raw, data, split, tokenizer, config_folder=folder)
+
+def measured(run: Any, raw: dict | None, spec: Path, data: str | None, split: str,
+             tokenizer: str | None, run_log: str | None = None) -> tuple[Any, dict | None]:
+    """The run (and, for `fit`, its spec mapping) with ``data``'s lengths and ``run_log``'s
+    completion lengths, their notes printed; unchanged, with a warning for options given in
+    vain, without them."""
+    notes: list[str] = []
+    if data is None and (tokenizer is not None or split != "train"):
+        typer.echo("warning: --tokenizer/--data-split are ignored without --data", err=True)
+    if data is not None:
+        from ..stats.apply import with_data, with_data_raw
+
+        folder = spec.resolve().parent
+        if raw is None:
+            run, notes = with_data(run, data, split, tokenizer, config_folder=folder)
+        else:
+            run, raw, notes = with_data_raw(run, raw, data, split, tokenizer, config_folder=folder)
+    if run_log is not None:
+        from ..stats.apply import with_run_log
+
+        run, raw, more = with_run_log(run, raw, run_log)
+        notes = [*notes, *more]
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     return run, raw

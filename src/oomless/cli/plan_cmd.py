@@ -6,6 +6,7 @@ Examples:
     oomless plan --from swift examples/seeds/native/s1-before.sh --gpu RTX-3090
     oomless plan examples/seeds/s0-before.yaml --html s0.html --png s0.png
     oomless plan --from trl grpo.yaml --gpu H100 --data data/train.jsonl   # verdict from the data's prompts
+    oomless plan --from verl run.sh --gpu H100 --data auto --run-log trial.log  # ... and a trial run's completions
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from .import_cmd import (DATA_OPTION, DATA_SPLIT_OPTION, GPUS_PER_NODE_OPTION, HOST_RAM_OPTION, NODES_OPTION,
-                         TOKENIZER_OPTION, measured)
+                         RUN_LOG_OPTION, TOKENIZER_OPTION, measured)
 
 from ..errors import EXIT_DOES_NOT_FIT, EXIT_FITS
 
@@ -45,6 +46,7 @@ def plan_command(
     data: str = DATA_OPTION,
     data_split: str = DATA_SPLIT_OPTION,
     tokenizer: str = TOKENIZER_OPTION,
+    run_log: str = RUN_LOG_OPTION,
 ) -> None:
     """Plan one run: peak memory per phase on every GPU and on the host; exit 0 fits, 1 does not fit, 2 bad input."""
     from .main import run_guarded
@@ -56,7 +58,7 @@ def plan_command(
         from ..adapters import HardwareFlags
 
         run = load_any(spec, from_framework, HardwareFlags(gpu, gpus_per_node, nodes, host_ram))
-        run = measured(run, None, spec, data, data_split, tokenizer)[0]
+        run = measured(run, None, spec, data, data_split, tokenizer, run_log)[0]
         plan = make_plan(run.spec, run.arch, run.gpu, run.archs, explain=True)
         for warning in run.warnings:
             typer.echo(f"warning: {warning}", err=True)

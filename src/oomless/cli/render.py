@@ -156,7 +156,12 @@ def _risk_line(plan: Plan) -> str:
     first = f"{r.expected_first_failing_step:,.0f}" if r.expected_first_failing_step else "never"
     run = f"; over {r.steps:,} steps ≤ {r.per_run:.2%}" if r.per_run is not None else "; no schedule.max_steps: the run is assumed to meet it"
     upto = f"sequences up to prompt {x.prompt_tokens:,} + completion {x.completion_tokens:,} tokens fit; " if x else ""
+    longer = "a longer one"
+    if r.packed_mean_tokens is not None:
+        how = ", the longest rows of a GPU's share together" if plan.spec.batch.length_sorted_micro_batches else ""
+        upto, longer = (f"packed micro-batches of up to {r.packed_mean_tokens:,} tokens a sequence on average fit{how}; ",
+                        "a fuller one")
     return (
-        f"  {upto}chance per step of a longer one ≤ {r.per_step:.3%} ({r.sequences_per_step:,} sequences a step), "
+        f"  {upto}chance per step of {longer} ≤ {r.per_step:.3%} ({r.sequences_per_step:,} sequences a step), "
         f"expected first at step {first}{run} → {'fits' if plan.fits else 'does not fit'}"
     )

@@ -188,6 +188,7 @@ LOGPROB = {
     LogitsMode.chunked: "max(B * (E1 + E), B * E + CHUNK_FORWARD_FP32_COPIES * F * R)",
     LogitsMode.chunked_head: "B * b * c * h + work_buffer",
     LogitsMode.fused: "c * V * (B + F)",
+    LogitsMode.fused_token_chunks: "min(VERL_FUSED_CHUNK_TOKENS, b * s) * V * VERL_FUSED_FORWARD_BYTES_PER_LOGIT",
     LogitsMode.fp32_all_positions: "(B + F) * ES",
     LogitsMode.bf16_all_positions: "(B + B) * ES",
     LogitsMode.bf16_flash_ce: "B * ES",
@@ -201,6 +202,8 @@ TRAINING = {
     LogitsMode.chunked_head: "max(B * N * h + work_buffer, B * N * h + work_buffer + (HEAD_FP32_GRADIENT_BYTES + B) * N * h "
                              "+ weight_grads, B * h * b * (2 * s - 1) + tied)",
     LogitsMode.fused: "c * V * FUSED_SEQUENCE_BYTES_PER_LOGIT + grad_weight",
+    LogitsMode.fused_token_chunks: "2 * B * b * s * h + head_weight_grad + min(VERL_FUSED_CHUNK_TOKENS, b * s) * V * "
+                                   "(VERL_FUSED_BACKWARD_BYTES_PER_LOGIT + VERL_FUSED_ENTROPY_EXTRA_BYTES_PER_LOGIT)",
     LogitsMode.fp32_all_positions: "max(lm_all + (B + F) * ES, lm_all + FP32_ALL_POSITIONS_BACKWARD_BYTES * ES, "
                                    "lm_all + B * ES + tied + B * h * b * s + F * ES)",
     LogitsMode.bf16_all_positions: "max(lm_all + B * (3 * ES + EC), lm_all + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * ES + EC), "
@@ -210,7 +213,8 @@ TRAINING = {
 }
 CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
              "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES", "BF16_ALL_POSITIONS_BACKWARD_COPIES",
-             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "FLASH_CE_TEMPERATURE_COPIES")
+             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "FLASH_CE_TEMPERATURE_COPIES", "VERL_FUSED_CHUNK_TOKENS",
+             "VERL_FUSED_FORWARD_BYTES_PER_LOGIT", "VERL_FUSED_BACKWARD_BYTES_PER_LOGIT", "VERL_FUSED_ENTROPY_EXTRA_BYTES_PER_LOGIT")
 
 
 def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
@@ -260,7 +264,8 @@ def logits(ctx: Ctx, name: str) -> Formula:
               LogitsMode.fp32_all_positions: doc_source(L.all_positions_training_bytes),
               LogitsMode.bf16_all_positions: doc_source(L.orz_training_bytes),
               LogitsMode.bf16_flash_ce: doc_source(L.flash_ce_training_bytes),
-              LogitsMode.bf16_flash_ce_entropy: doc_source(L.flash_ce_training_bytes)}.get(
+              LogitsMode.bf16_flash_ce_entropy: doc_source(L.flash_ce_training_bytes),
+              LogitsMode.fused_token_chunks: doc_source(L.verl_fused_training_bytes)}.get(
         mode, "TRL trainer/utils.py selective_log_softmax, _get_per_token_logps_and_entropies (logits_to_keep = c + 1); "
         "verl utils/torch_functional.py; traced moments (`oomless trace`, memory/logits.py)")
     return Formula(expression, _used(expression, inputs), source, code_ref(fn), note=f"logits mode {mode.value}")

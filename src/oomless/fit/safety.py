@@ -29,7 +29,8 @@ STRATEGY_SHARDING = {Strategy.ddp: 0, Strategy.zero1: 1, Strategy.zero2: 2, Stra
 (arXiv 1910.02054, §5 "Pos, Pos+g, Pos+g+p"); FSDP FULL_SHARD shards all three."""
 LOGITS_FOOTPRINT = {LogitsMode.fp32_all_positions: -1, LogitsMode.bf16_all_positions: -1, LogitsMode.full_fp32: 0,
                     LogitsMode.bf16_flash_ce_entropy: -1, LogitsMode.bf16_flash_ce: 1,
-                    LogitsMode.full_bf16: 1, LogitsMode.chunked: 2, LogitsMode.chunked_head: 3, LogitsMode.fused: 3}
+                    LogitsMode.full_bf16: 1, LogitsMode.chunked: 2, LogitsMode.chunked_head: 3, LogitsMode.fused: 3,
+                    LogitsMode.fused_token_chunks: 3}
 """Ordering of the logits kernels by what they keep (higher keeps less): every position's
 logits (OpenRLHF in fp32, ORZ in bf16 with an entropy pass, verl with entropy), [tokens, vocab] in fp32,
 in bf16 (verl's in-place cross-entropy among them), bf16 once with fp32 chunks, never whole (tiles, or one sequence at a time; these two

@@ -114,6 +114,11 @@ def token_budgets(spec: RunSpec, seq_tokens: int) -> list[int | None]:
     return [given] + sorted({max(seq_tokens, given // k) for k in TOKEN_BUDGET_CUTS} - {given}, reverse=True)
 
 
+PACKED_LOGITS = (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy, LogitsMode.fused_token_chunks)
+"""Kernels over packed rows (verl/EasyR1 remove-padding): verl's fused head in 512-token chunks is
+offered to them (`use_fused_kernels`), never to padded rows."""
+
+
 def logits_kernels(spec: RunSpec) -> list[Overrides]:
     """The logits kernel with Liger's model kernels: the input's, then each other mode (fp32
     logits only if already chosen), every option setting both fields.
@@ -130,10 +135,11 @@ def logits_kernels(spec: RunSpec) -> list[Overrides]:
     framework's writer keeps the one it can say (`fit.expressible`)."""
     fused_pair = spec.logits == LogitsMode.fused and spec.liger_kernels
     out = [{"logits": spec.logits, "liger_kernels": spec.liger_kernels}]
-    for mode in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused):
+    packed_family = spec.logits in PACKED_LOGITS
+    for mode in (LogitsMode.full_bf16, LogitsMode.chunked, LogitsMode.fused) + ((LogitsMode.fused_token_chunks,) if packed_family else ()):
         if mode == spec.logits:
             continue
-        if mode == LogitsMode.full_bf16 and spec.logits in (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy):
+        if mode == LogitsMode.full_bf16 and packed_family:
             continue  # verl/EasyR1 without remove-padding keep every padded position: never a saving
         if mode == LogitsMode.fused:
             out.append({"logits": mode, "liger_kernels": True})

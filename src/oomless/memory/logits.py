@@ -24,6 +24,17 @@ FUSED_SEQUENCE_BYTES_PER_LOGIT = B + F + F + F
 """Liger's GRPO loss runs `log_softmax(logits.float())` under `torch.func.grad_and_value` one
 sequence at a time (chunk_size=1): bf16 logits (2) + fp32 log-softmax output (4) + fp32
 gradient from the gather (4) + fp32 gradient of the logits (4) = 14 (research §6). Not traced."""
+VERL_FUSED_CHUNK_TOKENS = 512
+"""verl `FusedLinearForPPO(chunk_size=512)`: tokens per chunk. Source: verl
+utils/experimental/torch_functional.py (0.4.1 to HEAD), models/transformers/dense_common.py."""
+VERL_FUSED_BACKWARD_BYTES_PER_LOGIT = B + F + F + F + F + F
+"""verl `_fused_linear_for_ppo_bwd` on one chunk: the bf16 logits (2), their fp32 upcast (4), the
+softmax (4), the one-hot scatter (4), (one_hot − probs) (4) and dlogits (4) = 22; the entropy's
+gradient adds log_softmax and its products (`VERL_FUSED_ENTROPY_EXTRA_BYTES_PER_LOGIT`). Read
+from the code, not traced."""
+VERL_FUSED_ENTROPY_EXTRA_BYTES_PER_LOGIT = F + F
+VERL_FUSED_FORWARD_BYTES_PER_LOGIT = B + F + F + F
+"""`_fused_linear_for_ppo_fwd` on one chunk: bf16 logits, fp32 copy, softmax, log_softmax = 14."""
 FP32_GATHER_BACKWARD_COPIES = 4
 """fp32 branch, at `GatherBackward`: the divided fp32 logits (kept by `gather`), the stacked
 `logsumexp` gradients, and the zero-filled gather gradient with its `scatter_add` result."""
@@ -239,6 +250,8 @@ def training_logits_bytes(
         return orz_training_bytes(arch, b, c, s, frozen_head)
     if mode in (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy):
         return flash_ce_training_bytes(arch, b, s, frozen_head, mode == LogitsMode.bf16_flash_ce_entropy)
+    if mode == LogitsMode.fused_token_chunks:
+        return verl_fused_training_bytes(arch, b * s, frozen_head)
     e, e1 = b * c * v, b * (c + 1) * v
     lm_input = 0 if frozen_head else lm_head_input_bytes(arch, b, c, s)
     kept = lm_input + _final_softcap_bytes(arch, b, c)
@@ -274,6 +287,8 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
                 LogitsMode.bf16_flash_ce_entropy):  # + fp32 copy / + log-softmax / verl: the logits alone
         per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(mode, B)
         return per_logit * b * (seq_len if seq_len is not None else c + 1) * v
+    if mode == LogitsMode.fused_token_chunks:
+        return min(VERL_FUSED_CHUNK_TOKENS, b * (seq_len if seq_len is not None else c + 1)) * v * VERL_FUSED_FORWARD_BYTES_PER_LOGIT
     e, e1 = b * c * v, b * (c + 1) * v
     if mode == LogitsMode.full_bf16:
         return B * (e1 + e)
@@ -285,6 +300,21 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     if mode == LogitsMode.chunked_head:
         return B * b * c * arch.hidden_size + head_work_buffer_bytes(b * c)
     return num_logit_elements(arch, completion_len) * (B + F)
+
+
+def verl_fused_training_bytes(arch: ModelArch, num_tokens: int, frozen_head: bool) -> int:
+    """verl's fused LM head in training, N packed tokens: it keeps the final hidden states for
+    backward (bf16, N·h), and in backward allocates the input gradient (N·h) and, for a trained
+    head, the weight gradient (V·h) in full, beside one chunk's fp32 work
+    (`VERL_FUSED_BACKWARD_BYTES_PER_LOGIT`, with the entropy's extra, which verl's fused path
+    always computes). Source: verl utils/experimental/torch_functional.py
+    (`FusedLinearForPPOFunction.backward`: `torch.zeros_like(hidden_states)`,
+    `torch.zeros_like(vocab_weights)`). Assumes: the torch backend (`fused_kernel_options.impl_backend`)."""
+    chunk = min(VERL_FUSED_CHUNK_TOKENS, num_tokens) * arch.vocab_size
+    per_logit = VERL_FUSED_BACKWARD_BYTES_PER_LOGIT + VERL_FUSED_ENTROPY_EXTRA_BYTES_PER_LOGIT
+    hidden = B * num_tokens * arch.hidden_size
+    weight_grad = 0 if frozen_head else B * arch.vocab_size * arch.hidden_size
+    return hidden + hidden + weight_grad + chunk * per_logit
 
 
 def fused_grad_weight_bytes(arch: ModelArch) -> int:

@@ -30,6 +30,9 @@ sequences one GPU holds for the step (the rank's share of a rollout), g = rows p
    (y = 0 and n = b is the plain sum of one micro-batch). Chernoff: P(S > s) ≤
    min_θ e^{−θs + Σ_groups K_y(r_g θ)}, with the n rows in full groups of g (concentrating rows
    in groups only raises the bound: K is convex with K(0) = 0).
+5. A known mean (`lengths.mean_*_tokens`: what the frameworks log, `response_length/mean`,
+   `completions/mean_length`): among laws on [0, top] with mean m the two-point law on {0, top}
+   has the largest MGF, so K is at most that law's as well (`_log_mgf`); the smaller bound holds.
 
 Source: Chernoff bound (Chernoff 1952; any probability text, e.g. Boucheron, Lugosi & Massart,
 "Concentration Inequalities", 2013, §2.2); verl/trainer/ppo/ray_trainer.py `_balance_batch`
@@ -87,10 +90,18 @@ def mean(atoms: Atoms) -> float:
     return sum(v * p for v, p in atoms)
 
 
-def _log_mgf(atoms: Atoms, theta: float) -> float:
-    """log E[e^{θX}], computed without overflow."""
+def _log_mgf(atoms: Atoms, theta: float, mean_bound: float | None = None) -> float:
+    """log E[e^{θX}] for X ≤ the dominating law, computed without overflow; with ``mean_bound``
+    (E[X] ≤ m, X in [0, top]) also at most the two-point law's: e^{θx} lies under its chord on
+    [0, top], so E[e^{θX}] ≤ 1 − m/top + (m/top)·e^{θ·top} (Hoeffding 1963, proof of Lemma 1)."""
     top = max(theta * v for v, p in atoms if p > 0)
-    return top + math.log(sum(p * math.exp(theta * v - top) for v, p in atoms if p > 0))
+    value = top + math.log(sum(p * math.exp(theta * v - top) for v, p in atoms if p > 0))
+    limit = atoms[-1][0]
+    if mean_bound is None or limit <= 0:
+        return value
+    q = min(1.0, mean_bound / limit)
+    chord = theta * limit + math.log(q + (1 - q) * math.exp(-theta * limit)) if q > 0 else 0.0
+    return min(value, chord)
 
 
 def _groups(rows: int, group: int) -> list[tuple[int, int]]:
@@ -99,8 +110,9 @@ def _groups(rows: int, group: int) -> list[tuple[int, int]]:
     return [(g, rows // g)] + ([(rows % g, 1)] if rows % g else [])
 
 
-def sum_tail(atoms: Atoms, rows: int, group: int, threshold: float) -> float:
-    """Upper bound on P(Σ of ``rows`` rows > threshold), rows in groups of ``group`` (3.)."""
+def sum_tail(atoms: Atoms, rows: int, group: int, threshold: float, mean_bound: float | None = None) -> float:
+    """Upper bound on P(Σ of ``rows`` rows > threshold), rows in groups of ``group`` (3.);
+    ``mean_bound``: a known bound on one row's mean (`_log_mgf`)."""
     if threshold < 0:
         return 1.0
     if rows * atoms[-1][0] <= threshold:
@@ -110,7 +122,7 @@ def sum_tail(atoms: Atoms, rows: int, group: int, threshold: float) -> float:
 
     def log_bound(t: float) -> float:
         theta = t * scale
-        return -theta * threshold + sum(k * _log_mgf(atoms, r * theta) for r, k in sizes)
+        return -theta * threshold + sum(k * _log_mgf(atoms, r * theta, mean_bound) for r, k in sizes)
 
     high = 1.0  # widen until the convex exponent rises again (it does: rows·max > threshold)
     while log_bound(high) < log_bound(high / 2) and high < 2.0**40:
@@ -133,16 +145,19 @@ def excess(atoms: Atoms, y: int) -> Atoms:
     return tuple(sorted(out.items()))
 
 
-def longest_share_tail(atoms: Atoms, batch: int, share: int, group: int, threshold: float) -> float:
+def longest_share_tail(atoms: Atoms, batch: int, share: int, group: int, threshold: float,
+                       mean_bound: float | None = None) -> float:
     """Upper bound on P(some ``batch`` of the ``share`` rows hold more than ``threshold``
-    tokens), whatever order puts them together (4.)."""
+    tokens), whatever order puts them together (4.). (X − y)⁺ ≤ X·(top − y)/top on [0, top], so
+    a mean bound m carries over to the excess as m·(top − y)/top."""
     if share <= batch:
-        return sum_tail(atoms, share, group, threshold)
-    best = 1.0
+        return sum_tail(atoms, share, group, threshold, mean_bound)
+    best, top = 1.0, atoms[-1][0]
     for y in sorted({0, *(v for v, _ in atoms)}):
         if batch * y > threshold:
             break
-        best = min(best, sum_tail(excess(atoms, y), share, group, threshold - batch * y))
+        excess_mean = None if mean_bound is None or top <= 0 else mean_bound * max(top - y, 0) / top
+        best = min(best, sum_tail(excess(atoms, y), share, group, threshold - batch * y, excess_mean))
         if best == 0.0:
             break
     return best

@@ -88,6 +88,7 @@ def _risk(plan: Plan) -> dict[str, Any] | None:
         "expected_first_failing_step": r.expected_first_failing_step, "accepted": r.accepted,
         "accepted_run_failure_probability": ACCEPTED_RUN_FAILURE_PROBABILITY,
         "fitting_lengths": _lengths(r.fitting_lengths) if r.fitting_lengths else None, "note": r.note,
+        "packed_mean_tokens": r.packed_mean_tokens,
     }
 
 

@@ -117,8 +117,16 @@ def typical_lengths(spec: RunSpec, arch: ModelArch, members: int) -> DataLengths
     (dominating) mean, which a micro-batch's sum concentrates near (`packed_risk`)."""
     dims = length_knots(spec, arch)
     if packed_sums(spec, arch):
-        return lengths_at(spec, {d: math.ceil(PR.mean(PR.dominating_atoms(dims[d].points))) for d in ("prompt", "completion")})
+        return lengths_at(spec, {d: math.ceil(mean_bound(spec, dims, d)) for d in ("prompt", "completion")})
     return lengths_at(spec, {d: k.median_of_longest(members) for d, k in dims.items()})
+
+
+def mean_bound(spec: RunSpec, dims: dict[str, Knots], name: str) -> float:
+    """An upper bound on the mean ``name`` length: the mean given (`lengths.mean_*_tokens`) or
+    the dominating law's (`packed_risk.dominating_atoms`), whichever is smaller."""
+    law = PR.mean(PR.dominating_atoms(dims[name].points))
+    given = getattr(spec.lengths, f"mean_{name}_tokens")
+    return law if given is None else min(law, given)
 
 
 def packed_sums(spec: RunSpec, arch: ModelArch) -> bool:
@@ -143,6 +151,9 @@ class BatchRisk:
     per_run: float | None
     expected_first_failing_step: float | None
     note: str
+    packed_mean_tokens: int | None = None
+    """Packed rows (`packed_batch_risk`): the largest mean tokens per sequence a micro-batch may
+    hold; ``fitting_lengths`` is that mean split into prompt and completion."""
 
     @property
     def accepted(self) -> bool:
@@ -203,7 +214,9 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
     dims = length_knots(spec, arch)
     prompt, completion = (PR.dominating_atoms(dims[d].points) for d in ("prompt", "completion"))
     total = PR.comonotone_sum(prompt, completion)
-    share_of = PR.mean(prompt) / max(PR.mean(prompt) + PR.mean(completion), 1e-9)
+    means = {d: mean_bound(spec, dims, d) for d in ("prompt", "completion")}
+    mean_total = means["prompt"] + means["completion"]  # E[P + C] ≤ it, whatever their dependence
+    share_of = means["prompt"] / max(mean_total, 1e-9)
 
     def split(a: int) -> DataLengths:
         p = min(spec.lengths.max_prompt_tokens, max(1, round(a * share_of)))
@@ -221,13 +234,14 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
     ranks = max(1, sequences_per_step // (b.micro_batch_size * b.gradient_accumulation_steps))
     share = math.ceil(b.micro_batch_size * spec.steps_per_generation * b.oversample_factor)
     if b.length_sorted_micro_batches:  # one micro-batch may hold the share's longest rows
-        tails = sum(PR.longest_share_tail(total, rows, share, b.num_generations, low * rows)
+        tails = sum(PR.longest_share_tail(total, rows, share, b.num_generations, low * rows, mean_total)
                     for rows in (b.micro_batch_size, spec.logprob_micro_batch_size))
     else:  # the share's micro-batches, each a block of rows in the data's order
-        tails = sum(math.ceil(share / rows) * PR.sum_tail(total, rows, b.num_generations, low * rows)
+        tails = sum(math.ceil(share / rows) * PR.sum_tail(total, rows, b.num_generations, low * rows, mean_total)
                     for rows in (b.micro_batch_size, spec.logprob_micro_batch_size))
     per_step = min(1.0, ranks * tails)
     per_run, first = _over_run(per_step, steps)
+    how = "the longest rows of a GPU's share together" if b.length_sorted_micro_batches else "rows in the data's order"
     return BatchRisk(sequences_per_step, per_step, split(low), steps, per_run, first,
-                     f"packed rows: bound on the chance that a micro-batch's sum exceeds {low:,} tokens per sequence "
-                     "on average (Chernoff; any prompt/completion and within-group dependence)")
+                     f"packed rows ({how}): bound on the chance that a micro-batch's sum exceeds {low:,} tokens per "
+                     "sequence on average (Chernoff; any prompt/completion and within-group dependence)", low)

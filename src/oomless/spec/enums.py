@@ -77,6 +77,10 @@ class LogitsMode(str, Enum):
     """As bf16_flash_ce with the entropy computed in training (verl `entropy_coeff` ≠ 0 or
     `calculate_entropy`): the cross-entropy's gradient is a separate tensor and the entropy
     (`entropy_from_logits`, torch.compile'd by default) gives one more in backward."""
+    fused_token_chunks = "fused_token_chunks"
+    """verl `use_fused_kernels` (torch backend): the LM head, log-probs and entropy in chunks of
+    512 packed tokens, fp32 work for one chunk at a time and the head's input and weight
+    gradients in full (verl/utils/experimental/torch_functional.py `FusedLinearForPPO`)."""
     chunked_head = "chunked_head"
     """TRL >= 1.15 `add_fused_lm_head` (absent in 1.0-1.14 per the wheels): the LM head runs in [4096 positions × 32,768 vocab] tiles
     of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""

@@ -31,7 +31,17 @@ class Lengths(Frozen):
         "Default false: image tokens come on top of max_prompt_tokens of text.",
     )
     typical_completion_tokens: Annotated[int, Field(ge=1, le=2**24), INT64] | None = Field(
-        None, description="Median completion length the policy generates (TRL `completions/mean_length`). Default: max_completion_tokens."
+        None, description="Median completion length the policy generates (from a rollout dump: `oomless stats "
+        "--completion-field`). Default: max_completion_tokens."
+    )
+    mean_prompt_tokens: Annotated[float, Field(gt=0, le=2**24)] | None = Field(
+        None, description="Mean prompt length in tokens (`oomless stats`; verl logs `prompt_length/mean`). Bounds "
+        "the tokens of a packed micro-batch (padding_free), which add up. Default: unknown."
+    )
+    mean_completion_tokens: Annotated[float, Field(gt=0, le=2**24)] | None = Field(
+        None, description="Mean completion length the policy generates (TRL/ms-swift `completions/mean_length`, "
+        "verl/EasyR1 `response_length/mean`; `oomless plan --run-log`). Bounds the tokens of a packed micro-batch. "
+        "Default: unknown."
     )
     completion_clip_fraction: Annotated[float, Field(ge=0, le=1)] | None = Field(
         None,
@@ -71,7 +81,14 @@ class Lengths(Frozen):
             if above:
                 k = min(above)
                 raise ValueError(f"prompt_percentiles[{k:g}]={above[k]} exceeds data_max_prompt_tokens={data_max}")
+        for kind in ("prompt", "completion"):
+            mean, limit = getattr(self, f"mean_{kind}_tokens"), getattr(self, f"max_{kind}_tokens")
+            if mean is not None and mean > limit:
+                raise ValueError(f"mean_{kind}_tokens={mean:g} exceeds max_{kind}_tokens={limit}")
         q = self.completion_clip_fraction
+        if q is not None and self.mean_completion_tokens is not None and self.mean_completion_tokens < q * self.max_completion_tokens:
+            raise ValueError(f"mean_completion_tokens={self.mean_completion_tokens:g} is below the {q:g} of completions at "
+                             f"max_completion_tokens={self.max_completion_tokens} alone")
         if q is not None:
             below = [k for k, v in (self.completion_percentiles or {}).items() if v < self.max_completion_tokens]
             if below and max(below) / 100 > 1 - q:
@@ -90,8 +107,9 @@ class Lengths(Frozen):
         return self.typical_completion_tokens or self.max_completion_tokens
 
 
-DATA_FIELDS = {"lengths": ("typical_prompt_tokens", "prompt_percentiles", "data_max_prompt_tokens",
-                           "typical_completion_tokens", "completion_percentiles", "completion_clip_fraction"),
+DATA_FIELDS = {"lengths": ("typical_prompt_tokens", "prompt_percentiles", "data_max_prompt_tokens", "mean_prompt_tokens",
+                           "typical_completion_tokens", "completion_percentiles", "completion_clip_fraction",
+                           "mean_completion_tokens"),
                "vision": ("typical_pixels", "pixels_percentiles", "typical_images_per_prompt")}
 """Spec fields of the data's distribution (`oomless stats`, `--data`), not of the run's configuration:
 no framework file states them."""

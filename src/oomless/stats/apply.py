@@ -115,6 +115,23 @@ def _with_data(run: ResolvedRun, data: str, split: str, tokenizer: str | None, l
     return dataclasses.replace(run, spec=new), notes
 
 
+def with_run_log(run: ResolvedRun, raw: dict[str, Any] | None, log: str) -> tuple[ResolvedRun, dict[str, Any] | None, list[str]]:
+    """The run (and `fit`'s spec mapping) with the completion lengths an earlier run logged
+    (`run_log`): its largest step mean, clipped share and mean prompt, in `lengths`."""
+    from .run_log import read_run_log, run_log_lengths
+
+    spec, notes = run.spec, []
+    fields = run_log_lengths(read_run_log(log), spec.lengths.max_prompt_tokens, spec.lengths.max_completion_tokens, notes)
+    lengths = {**spec.lengths.model_dump(exclude_unset=True), **fields}
+    try:
+        new = RunSpec.model_validate({**spec.model_dump(exclude_unset=True), "lengths": lengths})
+    except ValidationError as err:  # the log's figures against the spec's other lengths: one line
+        first = err.errors()[0]
+        raise InputError("--run-log", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    out_raw = None if raw is None else {**raw, "lengths": new.lengths.model_dump(mode="json", exclude_unset=True)}
+    return dataclasses.replace(run, spec=new), out_raw, notes
+
+
 def with_data_raw(run: ResolvedRun, raw: dict[str, Any], data: str, split: str = "train", tokenizer: str | None = None,
                   config_folder: Path = Path(".")) -> tuple[ResolvedRun, dict[str, Any], list[str]]:
     """`with_data`, and the spec mapping `fit` builds its candidates from (`fit.search.spec_data`)
@@ -257,4 +274,5 @@ def _capped(lengths: dict[str, Any], limit: int, notes: list[str]) -> dict[str, 
                      "truncates or drops longer ones, so the limit stays the worst prompt")
     out["typical_prompt_tokens"] = min(out["typical_prompt_tokens"], limit)
     out["prompt_percentiles"] = {k: min(v, limit) for k, v in out["prompt_percentiles"].items()}
+    out["mean_prompt_tokens"] = min(out["mean_prompt_tokens"], limit)  # E[min(X, L)] ≤ min(E[X], L)
     return out

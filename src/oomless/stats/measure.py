@@ -203,6 +203,34 @@ def measure(rows: list[dict[str, Any]], truncated: bool, *, tokenizer: str | Non
     return stats
 
 
+def completion_lengths(rows: list[dict[str, Any]], field: str, tokenizer: str | None) -> tuple[list[int], str]:
+    """Tokens of each row's ``field``: completions a run generated (a rollout dump: verl
+    `trainer.rollout_data_dir` rows `output`, ms-swift `completions.jsonl` rows `completion`),
+    counted as plain text, no template; and how they were counted."""
+    if field not in rows[0]:
+        raise InputError("--completion-field", f"no column {field!r}; columns: {', '.join(map(str, rows[0]))}")
+    count, how = token_counter(tokenizer)
+    return [max(count(_text_of(r.get(field)), chat=False), 1) for r in rows], how
+
+
+def completion_fragment(counts: Sequence[int], limit: int | None) -> dict[str, Any]:
+    """The spec's completion keys from ``counts``: median, percentiles, mean, and with the run's
+    limit, the share that reached it (`completion_clip_fraction`), the rest capped at it."""
+    capped = [min(c, limit) for c in counts] if limit else list(counts)
+    found = percentiles(capped)
+    out: dict[str, Any] = {"typical_completion_tokens": found[50],
+                           "completion_percentiles": {k: v for k, v in found.items() if k != 50},
+                           "mean_completion_tokens": round(sum(capped) / len(capped), 1)}
+    if limit:
+        out["completion_clip_fraction"] = round(sum(c >= limit for c in counts) / len(counts), 4)
+        if out["completion_clip_fraction"] > 0:  # the CDF jumps at the limit: no percentile point beside it
+            cut = 100 * (1 - out["completion_clip_fraction"])
+            out["completion_percentiles"] = {k: v for k, v in out["completion_percentiles"].items() if v < limit and k <= cut}
+    if not out["completion_percentiles"]:
+        del out["completion_percentiles"]
+    return out
+
+
 def bounds_prompts(stats: DatasetStats) -> bool:
     """Whether the longest prompt seen bounds the run's: every row was read and counted by a
     tokenizer (characters / 4 is an estimate, low for code and CJK text)."""
@@ -213,7 +241,8 @@ def spec_fragment(stats: DatasetStats) -> dict[str, Any]:
     """The spec keys these statistics fill, ready to paste under the spec's sections."""
     prompts = percentiles(stats.prompt_tokens)
     out: dict[str, Any] = {"lengths": {"typical_prompt_tokens": prompts[50],
-                                       "prompt_percentiles": {k: v for k, v in prompts.items() if k != 50}}}
+                                       "prompt_percentiles": {k: v for k, v in prompts.items() if k != 50},
+                                       "mean_prompt_tokens": round(sum(stats.prompt_tokens) / len(stats.prompt_tokens), 1)}}
     if bounds_prompts(stats):
         out["lengths"]["data_max_prompt_tokens"] = max(stats.prompt_tokens)
     if stats.image_field is not None:

@@ -163,9 +163,9 @@ def orz_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: t
 
 
 def check_traceable(mode: LogitsMode) -> None:
-    if mode in (LogitsMode.fused, LogitsMode.bf16_flash_ce_entropy):
+    if mode in (LogitsMode.fused, LogitsMode.bf16_flash_ce_entropy, LogitsMode.fused_token_chunks):
         raise InputError(
-            "logits", f"{mode.value} (Liger's Triton kernels / verl's torch.compile'd entropy, which have no "
+            "logits", f"{mode.value} (Liger's Triton kernels / verl's torch.compile'd entropy / verl's fused head, which have no "
             "fake-tensor form) is not traced; trace full_bf16, full_fp32, chunked, chunked_head or bf16_flash_ce"
         )
 

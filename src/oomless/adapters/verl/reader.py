@@ -210,8 +210,8 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
     # verl >= 0.6.1 `_balance_batch` (trainer.balance_batch, default true) sorts each rank's share
     # by workload and puts the longest in the middle micro-batch (trainer/ppo/ray_trainer.py)
     out.set("batch.length_sorted_micro_batches", C.as_bool("trainer.balance_batch", cfg.get("trainer.balance_batch")))
-    if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):
-        out.set("logits", "fused")
+    if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):  # FusedLinearForPPO, 512-token chunks
+        out.set("logits", "fused_token_chunks")
     elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
         out.set("logits", "chunked")
         out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))

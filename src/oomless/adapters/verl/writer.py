@@ -111,7 +111,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if dist.offload_params != dist.offload_optimizer:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
-    C.require(spec, "logits", ("full_bf16", "chunked", "fused", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
+    C.require(spec, "logits", ("full_bf16", "chunked", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
     if spec.logits.value == "full_bf16" and spec.distribution.sequence_parallel_size > 1:
         C.cannot_express("logits", "full_bf16 is verl without use_remove_padding, which its Ulysses sequence "
                          "parallelism requires (workers/config/actor.py)")
@@ -140,7 +140,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     for field, why in rnd.schedule_problems:
         C.cannot_express(field, why)
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
-                             "use_fused_kernels": spec.logits.value == "fused",
+                             "use_fused_kernels": spec.logits.value == "fused_token_chunks",
                              "use_remove_padding": spec.logits.value != "full_bf16",
                              "override_config": {"attn_implementation": spec.attention.value}}
     if spec.liger_kernels:
