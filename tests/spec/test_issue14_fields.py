@@ -49,6 +49,10 @@ def test_percentiles_accept_fractional_levels() -> None:
         ({"lengths.completion_percentiles": {99: 100}, "lengths.completion_clip_fraction": 0.05}, "lengths", "puts 5 % at it"),
         ({"vision.max_pixels": 1000, "vision.pixels_percentiles": {90: 2000}}, "vision", "exceeds the limit"),
         ({"batch.token_budget_balance": "flops"}, "batch.token_budget_balance", "tokens"),
+        ({"lengths.mean_completion_tokens": 600}, "lengths", "exceeds max_completion_tokens=512"),
+        ({"lengths.mean_prompt_tokens": 0}, "lengths.mean_prompt_tokens", "greater than 0"),
+        ({"lengths.mean_completion_tokens": 10, "lengths.completion_clip_fraction": 0.5}, "lengths",
+         "below the 0.5 of completions at max_completion_tokens=512 alone"),
     ],
 )
 def test_bad_values_are_one_line(overrides: dict, field: str, fragment: str) -> None:
