@@ -176,8 +176,10 @@ def test_batch_risk_formula() -> None:
     assert risk.fitting_lengths == DataLengths(512, 300, None, 1)
     nothing = batch_risk(spec, arch, 16, lambda x: False)
     assert nothing.per_step == 1.0 and nothing.fitting_lengths is None
-    budget = parse_spec(merged(BASE_SPEC, **{"batch.padding_free": True, "batch.max_tokens_per_gpu": 4096}))
-    assert batch_risk(budget, arch, 16, lambda x: True).per_step is None
+    padded_budget = parse_spec(merged(BASE_SPEC, **{"batch.max_tokens_per_gpu": 4096}))
+    assert batch_risk(padded_budget, arch, 16, lambda x: True).per_step is None
+    packed_budget = parse_spec(merged(BASE_SPEC, **{"batch.padding_free": True, "batch.max_tokens_per_gpu": 4096}))
+    assert batch_risk(packed_budget, arch, 16, lambda x: True).per_step == 0  # every length fits (tests/planner/test_packed_risk.py)
 
 
 def test_typical_plan_uses_the_median_of_the_longest_member() -> None:

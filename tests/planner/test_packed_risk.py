@@ -103,14 +103,38 @@ def test_sorted_shares_are_riskier_than_the_data_order() -> None:
     assert bigger.verdict == "fits_typical" and not bigger.fits
 
 
-def test_only_packed_text_without_budgets_takes_the_sum_bound() -> None:
+def test_only_packed_text_with_vllm_takes_the_sum_bound() -> None:
     arch = load_model("Qwen/Qwen2.5-1.5B-Instruct")
     assert packed_sums(parse_spec(merged(BASE_SPEC, **PACKED)), arch)
     hf = parse_spec(merged(BASE_SPEC, **PACKED, **{"rollout": {"engine": "hf"}}))
     assert not packed_sums(hf, arch)  # HF generate pads its rows to the longest
-    budget = parse_spec(merged(BASE_SPEC, **{**PACKED, "batch.max_tokens_per_gpu": 8192}))
-    assert not packed_sums(budget, arch)
-    assert batch_risk(budget, arch, 16, lambda x: True).per_step is None
+    padded = parse_spec(merged(BASE_SPEC, **{**PACKED, "batch.padding_free": False, "batch.max_tokens_per_gpu": 8192}))
+    assert not packed_sums(padded, arch)
+    assert batch_risk(padded, arch, 16, lambda x: True).per_step is None
+
+
+def test_longer_than_splits_the_length_between_prompt_and_completion() -> None:
+    prompt, completion = ((100, 0.9), (500, 0.1)), ((200, 0.5), (1000, 0.5))
+    assert PR.longer_than(prompt, completion, 1500) == 0.0
+    assert PR.longer_than(prompt, completion, 1100) == pytest.approx(0.1)  # P > 100 or C > 1000: only the prompt's tail
+    # P + C > 400 needs P > 100 or C > 300 (0.1 + 0.5), or P > 200 or C > 200: no dependence assumed
+    assert PR.longer_than(prompt, completion, 400) == pytest.approx(0.6)
+    assert PR.longer_than(prompt, completion, 50) == 1.0
+
+
+BUDGET = {**PACKED, "batch.max_tokens_per_gpu": 70000, "batch.micro_batch_size": 15, "batch.gradient_accumulation_steps": 6,
+          "rollout.gpu_memory_utilization": 0.4}
+
+
+def test_a_token_budget_gets_a_chance_not_the_assumed_worst() -> None:
+    plan = plan_of(merged(BASE_SPEC, **BUDGET))
+    # 70,000 tokens + one sequence of 1,536 does not fit; 90 rows a GPU a step hold ~46,000 on average
+    assert not plan.worst_fits and plan.risk is not None and plan.risk.per_step is not None
+    assert plan.risk.packed_mean_tokens is not None and plan.risk.packed_mean_tokens < 512 + 1024
+    assert plan.risk.accepted and plan.fits
+    # more rows a step make a share past the budget likelier: the chance rises, the verdict turns
+    more = plan_of(merged(BASE_SPEC, **{**BUDGET, "batch.gradient_accumulation_steps": 10}))
+    assert more.risk is not None and more.risk.per_step > plan.risk.per_step and not more.fits
 
 
 def test_typical_packed_batch_is_the_dominating_mean() -> None:

@@ -161,3 +161,13 @@ def longest_share_tail(atoms: Atoms, batch: int, share: int, group: int, thresho
         if best == 0.0:
             break
     return best
+
+
+def longer_than(prompt: Atoms, completion: Atoms, length: int) -> float:
+    """Upper bound on P(P + C > length), whatever their dependence: for any split a + c =
+    length, P + C > length needs P > a or C > c (union bound), each read from its dominating law."""
+    def over(atoms: Atoms, v: int) -> float:
+        return sum(p for value, p in atoms if value > v)
+
+    splits = {v for v, _ in prompt if v <= length} | {length - v for v, _ in completion if v <= length} | {0, length}
+    return min(1.0, min(over(prompt, a) + over(completion, length - a) for a in splits))

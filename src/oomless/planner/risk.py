@@ -26,7 +26,9 @@ step (no growth of lengths over training: that is the step timeline's business).
 The expected step of the first oversized batch is 1/p (geometric distribution), and over a
 run of S steps (`schedule.max_steps`) P(run meets one) = 1 − (1 − p)^S.
 
-Token budgets: the parts of a budget exceed it only through the partition of a whole step
+Packed rows (`packed_sums`) cost the sum of their members, not b × the longest: their chance is
+bounded on sums (`packed_batch_risk`, `packed_risk`), token budgets of packed rows included. A
+token budget over padded rows or images exceeds it through the partition of a whole step
 (`batches.max_budget_micro_batch_tokens`); that chance is not estimated, so when the worst
 packing does not fit it is assumed to occur.
 """
@@ -43,7 +45,7 @@ from ..memory import constants as C
 from ..spec.run import RolloutEngine, RunSpec
 from . import packed_risk as PR
 from . import vision_terms as VT
-from .batches import DataLengths
+from .batches import DataLengths, max_budget_micro_batch_tokens
 
 ACCEPTED_RUN_FAILURE_PROBABILITY = 0.05
 """Policy, not a measurement: `fits` stays true when the worst batch does not fit only if the
@@ -130,12 +132,10 @@ def mean_bound(spec: RunSpec, dims: dict[str, Knots], name: str) -> float:
 
 
 def packed_sums(spec: RunSpec, arch: ModelArch) -> bool:
-    """Whether a micro-batch's memory follows the sum of its members' tokens alone: packed rows
-    of text, no token budget (its parts are bounded in `batches`), vLLM generation (HF
-    `generate` pads every row to the longest)."""
-    b = spec.batch
-    return (b.padding_free and b.max_tokens_per_gpu is None and b.logprob_token_budget is None
-            and spec.rollout.engine != RolloutEngine.hf and not VT.has_images(spec, arch))
+    """Whether a micro-batch's memory follows the sum of its members' tokens (and, under a token
+    budget, its longest member: `batches.max_budget_micro_batch_tokens`): packed rows of text,
+    vLLM generation (HF `generate` pads every row to the longest)."""
+    return spec.batch.padding_free and spec.rollout.engine != RolloutEngine.hf and not VT.has_images(spec, arch)
 
 
 @dataclass(frozen=True)
@@ -173,11 +173,11 @@ def batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int, fits_at:
     """The chance per step of a batch that does not fit, from the distribution's knots
     (module docstring); ``fits_at(lengths)`` plans every sequence at ``lengths``."""
     steps = spec.schedule.max_steps
-    if spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None:
-        return BatchRisk(sequences_per_step, None, None, steps, None, None,
-                         "a token budget's parts exceed it through the partition of a whole step; not estimated")
     if packed_sums(spec, arch):
         return packed_batch_risk(spec, arch, sequences_per_step, fits_at)
+    if spec.batch.max_tokens_per_gpu is not None or spec.batch.logprob_token_budget is not None:
+        return BatchRisk(sequences_per_step, None, None, steps, None, None,
+                         "a token budget's parts of padded rows or images; not estimated")
     dims = length_knots(spec, arch)
     names = list(dims)
     combos = []
@@ -203,13 +203,17 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
                       fits_at: Callable[[DataLengths], bool]) -> BatchRisk:
     """The chance per step that a packed micro-batch holds more tokens than the plan allows.
 
-    Find the largest mean length ``a`` per sequence at which the plan fits (memory of packed
-    rows rises with their sum only), then bound, per GPU and per rollout, the chance that the
-    micro-batch holds more than ``a·b`` tokens, for the training and the log-prob micro-batches,
-    summed over them and the GPUs (union bound): each a block of ``b`` rows in the data's order
-    (`packed_risk.sum_tail`), or, where the framework sorts a GPU's share by length
-    (`batch.length_sorted_micro_batches`), the longest ``b`` of the share
-    (`packed_risk.longest_share_tail`). A rollout feeds one or more optimizer steps; each is given the rollout's chance."""
+    Find the largest length ``a`` per sequence at which the plan fits (memory of packed rows
+    rises with their sum only), then bound, per GPU and per rollout, the chance that a
+    micro-batch of the training or the log-prob pass holds more than the plan's, summed over
+    them and the GPUs (union bound). A micro-batch of ``b`` rows holds ``a·b`` in the plan: a
+    block of rows in the data's order (`packed_risk.sum_tail`, one per block of the share), or
+    where the framework sorts a GPU's share by length (`batch.length_sorted_micro_batches`) the
+    longest ``b`` of the share (`packed_risk.longest_share_tail`). A token budget's part holds
+    at most min(f(T, longest), the share's total) (`batches.max_budget_micro_batch_tokens`) and
+    the plan's min(f(T, a), n·a): it can exceed the plan only when the share's total does, and,
+    where f binds, only when a sequence is longer than ``a`` (`budget_tail`). A rollout feeds
+    one or more optimizer steps; each is given the rollout's chance."""
     steps, b = spec.schedule.max_steps, spec.batch
     dims = length_knots(spec, arch)
     prompt, completion = (PR.dominating_atoms(dims[d].points) for d in ("prompt", "completion"))
@@ -233,15 +237,30 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
         return BatchRisk(sequences_per_step, 1.0, None, steps, per_run, first, "no mean length per sequence fits")
     ranks = max(1, sequences_per_step // (b.micro_batch_size * b.gradient_accumulation_steps))
     share = math.ceil(b.micro_batch_size * spec.steps_per_generation * b.oversample_factor)
-    if b.length_sorted_micro_batches:  # one micro-batch may hold the share's longest rows
-        tails = sum(PR.longest_share_tail(total, rows, share, b.num_generations, low * rows, mean_total)
-                    for rows in (b.micro_batch_size, spec.logprob_micro_batch_size))
-    else:  # the share's micro-batches, each a block of rows in the data's order
-        tails = sum(math.ceil(share / rows) * PR.sum_tail(total, rows, b.num_generations, low * rows, mean_total)
-                    for rows in (b.micro_batch_size, spec.logprob_micro_batch_size))
+    g, sp = b.num_generations, spec.distribution.sequence_parallel_size
+
+    def fixed_tail(rows: int) -> float:
+        if b.length_sorted_micro_batches:  # one micro-batch may hold the share's longest rows
+            return PR.longest_share_tail(total, rows, share, g, low * rows, mean_total)
+        return math.ceil(share / rows) * PR.sum_tail(total, rows, g, low * rows, mean_total)
+
+    def budget_tail(budget: int, rows: int) -> float:
+        bound = max_budget_micro_batch_tokens(budget * sp, low, b.token_budget_balance)
+        planned = min(bound, rows * low)
+        chance = PR.sum_tail(total, rows, g, planned, mean_total)
+        if planned == bound:  # past it only with a sequence longer than ``low`` as well
+            chance = min(chance, rows * PR.longer_than(prompt, completion, low))
+        return chance
+
+    train_rows = b.micro_batch_size * b.gradient_accumulation_steps
+    tails = (budget_tail(b.max_tokens_per_gpu, train_rows) if b.max_tokens_per_gpu is not None
+             else fixed_tail(b.micro_batch_size))
+    tails += (budget_tail(b.logprob_token_budget, share) if b.logprob_token_budget is not None
+              else fixed_tail(spec.logprob_micro_batch_size))
     per_step = min(1.0, ranks * tails)
     per_run, first = _over_run(per_step, steps)
-    how = "the longest rows of a GPU's share together" if b.length_sorted_micro_batches else "rows in the data's order"
+    how = ("token budgets" if b.max_tokens_per_gpu is not None else
+           "the longest rows of a GPU's share together" if b.length_sorted_micro_batches else "rows in the data's order")
     return BatchRisk(sequences_per_step, per_step, split(low), steps, per_run, first,
-                     f"packed rows ({how}): bound on the chance that a micro-batch's sum exceeds {low:,} tokens per "
-                     "sequence on average (Chernoff; any prompt/completion and within-group dependence)", low)
+                     f"packed rows ({how}): bound on the chance that a micro-batch holds more than its plan at {low:,} "
+                     "tokens a sequence (Chernoff; any prompt/completion and within-group dependence)", low)
