@@ -71,6 +71,10 @@ def valid_specs(draw: st.DrawFn, models: list[str] | None = None) -> dict[str, A
     }
     for dotted, values in ENUMS.items():
         _set(spec, dotted, draw(st.sampled_from(values)))
+    spec["batch"].update(padding_free=draw(st.booleans()), length_sorted_micro_batches=draw(st.booleans()))
+    if draw(st.booleans()):  # what the data holds: typical lengths, a percentile, means, the clipped share
+        spec["lengths"].update(_data_lengths(draw, spec["lengths"]["max_prompt_tokens"], spec["lengths"]["max_completion_tokens"]))
+        spec["schedule"] = {"max_steps": draw(st.integers(1, 10_000))}
     _within_cross_field_rules(spec)
     engine = spec["rollout"]["engine"]
     if engine == "vllm_separate":
@@ -80,6 +84,19 @@ def valid_specs(draw: st.DrawFn, models: list[str] | None = None) -> dict[str, A
         spec["rollout"]["sleep_level"] = draw(st.sampled_from([0, 1, 2]))
         spec["rollout"]["offload_model"] = draw(st.booleans())
     return spec
+
+
+def _data_lengths(draw: st.DrawFn, prompt: int, completion: int) -> dict[str, Any]:
+    """Typical (p50) ≤ p90 ≤ the limit, means within the limits, a clipped share the mean allows."""
+    typical_c = draw(st.integers(1, completion))
+    p90 = draw(st.integers(typical_c, completion))
+    mean_c = draw(st.floats(1, completion))
+    clip = draw(st.sampled_from([None, 0.0, 0.01])) if p90 == completion or mean_c >= 0.01 * completion else None
+    out = {"typical_prompt_tokens": draw(st.integers(1, prompt)), "mean_prompt_tokens": draw(st.floats(1, prompt)),
+           "typical_completion_tokens": typical_c, "completion_percentiles": {90: p90}, "mean_completion_tokens": mean_c}
+    if clip is not None and (clip == 0 or p90 == completion):
+        out["completion_clip_fraction"] = clip
+    return out
 
 
 def _within_cross_field_rules(spec: dict[str, Any]) -> None:
