@@ -167,7 +167,7 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     batch, lens = draw(rounds(world // ulysses)), {**draw(lengths()), "max_prompt_counts_images": True}  # verl's bound
     if draw(st.booleans()):  # use_dynamic_bsz: micro-batches are what the token budget holds at the limits
         sequence = lens["max_prompt_tokens"] + lens["max_completion_tokens"]
-        batch.update(max_tokens_per_gpu=batch["micro_batch_size"] * sequence, padding_free=True,
+        batch.update(max_tokens_per_gpu=batch["micro_batch_size"] * sequence,
                      logprob_max_tokens_per_gpu=batch["logprob_micro_batch_size"] * sequence)
     ft = draw(loras())
     sleep = draw(st.sampled_from([0, 1 if ft["method"] == "lora" else 2]))
@@ -179,8 +179,10 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     kl = draw(st.sampled_from([0.0, 0.001, 0.04]))
     # full_bf16 is verl without remove-padding, which Ulysses needs; remove-padding packs the rows
     logits = draw(st.sampled_from(["chunked", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"]
-                                  + (["full_bf16"] if ulysses == 1 and "max_tokens_per_gpu" not in batch else [])))
-    batch.update(padding_free=logits != "full_bf16", length_sorted_micro_batches=draw(st.booleans()))  # balance_batch
+                                  + (["full_bf16"] if ulysses == 1 else [])))
+    # use_remove_padding: needed by flash-attn's cross-entropy and by Ulysses, free for the chunked and fused heads
+    packed = logits in ("bf16_flash_ce", "bf16_flash_ce_entropy") or ulysses > 1 or (logits != "full_bf16" and draw(st.booleans()))
+    batch.update(padding_free=packed, length_sorted_micro_batches=draw(st.booleans()))  # balance_batch
     return spec_from(
         {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         optimizer_implementation=draw(st.sampled_from(steps)),

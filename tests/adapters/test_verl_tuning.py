@@ -219,6 +219,9 @@ def test_a_stated_vllm_release_is_written_back(tmp_path: Path) -> None:
     ((), True, True),  # verl 0.9.1's defaults: use_remove_padding and balance_batch on
     (("actor_rollout_ref.model.use_remove_padding=False",), False, True),
     (("actor_rollout_ref.model.use_remove_padding=True", "trainer.balance_batch=False"), True, False),
+    (("trainer.balance_batch=null",), True, False),  # falsy to verl's `if self.config.trainer.balance_batch:`
+    (("actor_rollout_ref.model.use_remove_padding=False", "actor_rollout_ref.actor.use_dynamic_bsz=True",
+      "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=16384"), False, True),  # padded parts under a budget
 ])
 def test_remove_padding_packs_rows_and_balance_batch_sorts_them(tmp_path: Path, overrides: tuple[str, ...], packed: bool,
                                                                length_sorted: bool) -> None:

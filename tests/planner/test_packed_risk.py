@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from oomless.catalog.resolve import load_model
 from oomless.planner import packed_risk as PR
-from oomless.planner.risk import batch_risk, knots, packed_sums
+from oomless.planner.risk import batch_risk, knots, length_knots, packed_sums
 from oomless.spec.load import parse_spec
 from tests.helpers import BASE_SPEC, merged, plan_of
 
@@ -143,3 +143,30 @@ def test_typical_packed_batch_is_the_dominating_mean() -> None:
     assert plan.typical is not None
     assert plan.typical.shape.lengths.prompt_tokens == 156
     assert plan.typical.shape.lengths.completion_tokens == 359
+
+
+def _verl_sorted_minibatch_totals(rng: random.Random, law: PR.Atoms, share: int, rows: int, group: int) -> list[int]:
+    """verl `_balance_batch` (>= 0.6.1) on one rank: the share sorted, evens rising then odds
+    falling (the longest in the middle), cut into mini-batches of ``rows`` in that order."""
+    lengths = sorted(_draw_groups(rng, law, share, group))
+    ordered = lengths[::2] + lengths[1::2][::-1]
+    return [sum(ordered[i:i + rows]) for i in range(0, share, rows)]
+
+
+def test_a_sorted_share_under_a_budget_is_bounded_by_its_longest_rows() -> None:
+    """A budget's mini-batch of a sorted share holds the share's longest rows (review finding):
+    the bound must cover the frequency verl's own ordering gives on a law the knots allow."""
+    spec = merged(BASE_SPEC, **{**BUDGET, "batch.steps_per_generation": 18, "batch.length_sorted_micro_batches": True,
+                                "batch.logprob_max_tokens_per_gpu": 250_000})
+    plan = plan_of(spec)
+    assert plan.risk is not None and plan.risk.per_step is not None and plan.risk.packed_mean_tokens is not None
+    low, rows, share = plan.risk.packed_mean_tokens, 15 * 6, 15 * 18
+    parsed = parse_spec(spec)
+    dims = length_knots(parsed, load_model(parsed.model))
+    law = PR.comonotone_sum(*(PR.dominating_atoms(dims[d].points) for d in ("prompt", "completion")))
+    rng = random.Random(5)
+    draws = 2000
+    seen = sum(max(_verl_sorted_minibatch_totals(rng, law, share, rows, 5)) > low * rows for _ in range(draws)) / draws
+    assert plan.risk.per_step >= seen
+    unsorted = plan_of(merged(spec, **{"batch.length_sorted_micro_batches": False}))
+    assert unsorted.risk is not None and unsorted.risk.per_step <= plan.risk.per_step

@@ -104,3 +104,17 @@ def test_stats_reads_a_rollout_dump(tmp_path: Path) -> None:
     assert lengths["typical_completion_tokens"] == 100 and lengths["completion_clip_fraction"] == 0.3
     bad = CliRunner().invoke(app, ["stats", str(path), "--completion-field", "nope"])
     assert bad.exit_code == 2 and "--completion-field" in bad.output
+
+
+def test_a_huge_line_is_skipped_not_parsed(tmp_path: Path) -> None:
+    """A literal of megabytes would cost gigabytes to parse (review finding): skipped unread."""
+    huge = "{'completions/mean_length': 10.0, 'x': [" + "1, " * 600_000 + "]}\n"
+    path = _log(tmp_path, huge + TRL)
+    assert read_run_log(path).steps == 2
+
+
+def test_a_mean_alone_says_its_limit_is_unknown_and_means_round_up(tmp_path: Path) -> None:
+    stats = read_run_log(_log(tmp_path, "{'response_length': 230.04}\n"))  # OpenRLHF: the batch's mean only
+    notes: list[str] = []
+    assert run_log_lengths(stats, 512, 1024, notes) == {"mean_completion_tokens": 230.1}  # up, never down
+    assert any("limit is unknown" in n for n in notes)

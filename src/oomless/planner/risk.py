@@ -209,7 +209,8 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
     them and the GPUs (union bound). A micro-batch of ``b`` rows holds ``a·b`` in the plan: a
     block of rows in the data's order (`packed_risk.sum_tail`, one per block of the share), or
     where the framework sorts a GPU's share by length (`batch.length_sorted_micro_batches`) the
-    longest ``b`` of the share (`packed_risk.longest_share_tail`). A token budget's part holds
+    longest ``b`` of the whole batch (`packed_risk.longest_share_tail`: verl partitions the
+    batch over the ranks by Karmarkar-Karp before sorting, so shares are not independent). A token budget's part holds
     at most min(f(T, longest), the share's total) (`batches.max_budget_micro_batch_tokens`) and
     the plan's min(f(T, a), n·a): it can exceed the plan only when the share's total does, and,
     where f binds, only when a sequence is longer than ``a`` (`budget_tail`). A rollout feeds
@@ -239,25 +240,33 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
     share = math.ceil(b.micro_batch_size * spec.steps_per_generation * b.oversample_factor)
     g, sp = b.num_generations, spec.distribution.sequence_parallel_size
 
-    def fixed_tail(rows: int) -> float:
-        if b.length_sorted_micro_batches:  # one micro-batch may hold the share's longest rows
-            return PR.longest_share_tail(total, rows, share, g, low * rows, mean_total)
-        return math.ceil(share / rows) * PR.sum_tail(total, rows, g, low * rows, mean_total)
+    # Sorted shares (verl's `_balance_batch`) come from a Karmarkar-Karp partition of the whole
+    # batch over the ranks, not from independent draws: their longest rows are bounded by the
+    # longest of the pooled batch, one event for every rank. Shares in the data's order are
+    # independent blocks of prompts, one event per rank.
+    pooled, events = (share * ranks, 1) if b.length_sorted_micro_batches else (share, ranks)
+
+    def rows_tail(rows: int, threshold: float) -> float:
+        """P(some ``rows`` rows of a GPU's share hold more than ``threshold`` tokens)."""
+        if b.length_sorted_micro_batches:  # together, the longest of the pool
+            return PR.longest_share_tail(total, rows, pooled, g, threshold, mean_total)
+        return math.ceil(share / rows) * PR.sum_tail(total, rows, g, threshold, mean_total)
 
     def budget_tail(budget: int, rows: int) -> float:
+        """A part of the budget over ``rows`` rows (a mini-batch's share, or the rollout's)."""
         bound = max_budget_micro_batch_tokens(budget * sp, low, b.token_budget_balance)
         planned = min(bound, rows * low)
-        chance = PR.sum_tail(total, rows, g, planned, mean_total)
+        chance = rows_tail(rows, planned)
         if planned == bound:  # past it only with a sequence longer than ``low`` as well
-            chance = min(chance, rows * PR.longer_than(prompt, completion, low))
+            chance = min(chance, pooled * PR.longer_than(prompt, completion, low))
         return chance
 
     train_rows = b.micro_batch_size * b.gradient_accumulation_steps
     tails = (budget_tail(b.max_tokens_per_gpu, train_rows) if b.max_tokens_per_gpu is not None
-             else fixed_tail(b.micro_batch_size))
+             else rows_tail(b.micro_batch_size, low * b.micro_batch_size))
     tails += (budget_tail(b.logprob_token_budget, share) if b.logprob_token_budget is not None
-              else fixed_tail(spec.logprob_micro_batch_size))
-    per_step = min(1.0, ranks * tails)
+              else rows_tail(spec.logprob_micro_batch_size, low * spec.logprob_micro_batch_size))
+    per_step = min(1.0, events * tails)
     per_run, first = _over_run(per_step, steps)
     how = ("token budgets" if b.max_tokens_per_gpu is not None else
            "the longest rows of a GPU's share together" if b.length_sorted_micro_batches else "rows in the data's order")

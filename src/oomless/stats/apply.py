@@ -274,5 +274,6 @@ def _capped(lengths: dict[str, Any], limit: int, notes: list[str]) -> dict[str, 
                      "truncates or drops longer ones, so the limit stays the worst prompt")
     out["typical_prompt_tokens"] = min(out["typical_prompt_tokens"], limit)
     out["prompt_percentiles"] = {k: min(v, limit) for k, v in out["prompt_percentiles"].items()}
-    out["mean_prompt_tokens"] = min(out["mean_prompt_tokens"], limit)  # E[min(X, L)] ≤ min(E[X], L)
+    if "mean_prompt_tokens" in out:
+        out["mean_prompt_tokens"] = min(out["mean_prompt_tokens"], limit)  # E[min(X, L)] ≤ min(E[X], L)
     return out

@@ -220,9 +220,9 @@ def completion_fragment(counts: Sequence[int], limit: int | None) -> dict[str, A
     found = percentiles(capped)
     out: dict[str, Any] = {"typical_completion_tokens": found[50],
                            "completion_percentiles": {k: v for k, v in found.items() if k != 50},
-                           "mean_completion_tokens": round(sum(capped) / len(capped), 1)}
+                           "mean_completion_tokens": math.ceil(10 * sum(capped) / len(capped)) / 10}
     if limit:
-        out["completion_clip_fraction"] = round(sum(c >= limit for c in counts) / len(counts), 4)
+        out["completion_clip_fraction"] = sum(c >= limit for c in counts) / len(counts)
         if out["completion_clip_fraction"] > 0:  # the CDF jumps at the limit: no percentile point beside it
             cut = 100 * (1 - out["completion_clip_fraction"])
             out["completion_percentiles"] = {k: v for k, v in out["completion_percentiles"].items() if v < limit and k <= cut}
@@ -242,7 +242,7 @@ def spec_fragment(stats: DatasetStats) -> dict[str, Any]:
     prompts = percentiles(stats.prompt_tokens)
     out: dict[str, Any] = {"lengths": {"typical_prompt_tokens": prompts[50],
                                        "prompt_percentiles": {k: v for k, v in prompts.items() if k != 50},
-                                       "mean_prompt_tokens": round(sum(stats.prompt_tokens) / len(stats.prompt_tokens), 1)}}
+                                       "mean_prompt_tokens": math.ceil(10 * sum(stats.prompt_tokens) / len(stats.prompt_tokens)) / 10}}
     if bounds_prompts(stats):
         out["lengths"]["data_max_prompt_tokens"] = max(stats.prompt_tokens)
     if stats.image_field is not None:

@@ -42,6 +42,9 @@ KEYS = {
     "prompt_mean": ("prompt_length/mean",),
 }
 """Per quantity, the metric names that carry it, the most specific first."""
+MAX_LINE_CHARS = 1_000_000
+"""Longer lines are skipped unparsed: a metrics line is a few kilobytes, and a literal of
+hundreds of megabytes would cost gigabytes to parse."""
 VERL_PAIR = re.compile(r"(?:^|\s-\s)([\w./@()-]+):\s*(-?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf))", re.IGNORECASE)
 """verl's console pairs `key:value` joined by ' - '."""
 
@@ -97,7 +100,7 @@ def read_run_log(path: str) -> RunLogStats:
         text = handle.read().decode("utf-8", errors="replace")
     means, maxima, clips, prompts = [], [], [], []
     for line in text.splitlines():
-        if "length" not in line:
+        if "length" not in line or len(line) > MAX_LINE_CHARS:
             continue
         metrics = _metrics(line)
         if not metrics:
@@ -119,21 +122,30 @@ def read_run_log(path: str) -> RunLogStats:
                        max(prompts) if prompts else None)
 
 
+def ceil_tenth(value: float) -> float:
+    """``value`` rounded up to a tenth: a mean used as an upper bound is never rounded down."""
+    return math.ceil(value * 10 - 1e-9) / 10
+
+
 def run_log_lengths(stats: RunLogStats, max_prompt: int, max_completion: int, notes: list[str]) -> dict[str, Any]:
     """The spec's `lengths` fields from ``stats`` for a plan with these limits, and why, in ``notes``."""
-    out: dict[str, Any] = {"mean_completion_tokens": round(min(stats.completion_mean, max_completion), 1)}
+    out: dict[str, Any] = {"mean_completion_tokens": ceil_tenth(min(stats.completion_mean, max_completion))}
     longest = stats.completion_max
     if stats.clip is not None and stats.clip > 0 and longest is not None and longest < max_completion:
         raise InputError("--run-log", f"its completions were cut at {longest:g} tokens ({stats.clip:.0%} of a step at "
                          f"most), below this plan's max_completion_tokens {max_completion}: they say nothing about "
                          "longer ones; give a log of a run with the same completion limit")
     if stats.clip is not None and (longest is None or longest <= max_completion):
-        out["completion_clip_fraction"] = round(stats.clip, 4)
+        out["completion_clip_fraction"] = stats.clip
     elif stats.clip is not None:
         notes.append(f"--run-log: completions up to {longest:g} tokens, above this plan's limit {max_completion}: "
                      "their clipped share is not this limit's, not used")
     if stats.prompt_mean is not None:
-        out["mean_prompt_tokens"] = round(min(stats.prompt_mean, max_prompt), 1)
+        out["mean_prompt_tokens"] = ceil_tenth(min(stats.prompt_mean, max_prompt))
+    if longest is None and stats.clip is None:
+        notes.append("--run-log: the log states neither its longest completion nor its clipped share, so its "
+                     "completion limit is unknown: its mean is taken as that of a run with this plan's limit "
+                     f"({max_completion}); a run with a lower limit logs a lower mean")
     notes.append(f"--run-log: {stats.steps} logged step(s); the largest step mean completion {stats.completion_mean:.1f} "
                  "tokens" + (f", clipped share up to {stats.clip:.1%}" if "completion_clip_fraction" in out else "")
                  + (f", mean prompt up to {stats.prompt_mean:.1f}" if stats.prompt_mean is not None else "")

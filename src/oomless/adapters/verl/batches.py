@@ -99,8 +99,7 @@ def _dynamic_batch(cfg: Any, sequence: int, out: N.Collected) -> None:
     `log_prob_max_token_len_per_gpu`, which defaults to the actor's)."""
     g = cfg.get
     budget = C.as_int(f"{A}.ppo_max_token_len_per_gpu", g(f"{A}.ppo_max_token_len_per_gpu"), 1)
-    out.set("batch.max_tokens_per_gpu", budget)
-    out.set("batch.padding_free", True)
+    out.set("batch.max_tokens_per_gpu", budget)  # packed or padded parts: use_remove_padding (reader `_finetune`)
     micro = max(1, budget // sequence)
     out.set("batch.micro_batch_size", micro)
     budgets = [C.as_int(f"{k}.log_prob_max_token_len_per_gpu", g(f"{k}.log_prob_max_token_len_per_gpu"), 1)

@@ -209,7 +209,8 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
         out.set("batch.padding_free", True)
     # verl >= 0.6.1 `_balance_batch` (trainer.balance_batch, default true) sorts each rank's share
     # by workload and puts the longest in the middle micro-batch (trainer/ppo/ray_trainer.py)
-    out.set("batch.length_sorted_micro_batches", C.as_bool("trainer.balance_batch", cfg.get("trainer.balance_batch")))
+    balance = cfg.get("trainer.balance_batch")  # null is falsy to verl's `if ...balance_batch:`
+    out.set("batch.length_sorted_micro_batches", balance is not None and C.as_bool("trainer.balance_batch", balance))
     if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):  # FusedLinearForPPO, 512-token chunks
         out.set("logits", "fused_token_chunks")
     elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):

@@ -112,11 +112,15 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
     C.require(spec, "logits", ("full_bf16", "chunked", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
-    if spec.logits.value == "full_bf16" and spec.distribution.sequence_parallel_size > 1:
-        C.cannot_express("logits", "full_bf16 is verl without use_remove_padding, which its Ulysses sequence "
+    if not spec.batch.padding_free and spec.distribution.sequence_parallel_size > 1:
+        C.cannot_express("batch.padding_free", "false is verl without use_remove_padding, which its Ulysses sequence "
                          "parallelism requires (workers/config/actor.py)")
-    # the reader: use_remove_padding (written from the logits mode) or use_dynamic_bsz packs rows
-    C.require(spec, "batch.padding_free", (spec.logits.value != "full_bf16" or spec.batch.max_tokens_per_gpu is not None,), fw)
+    # the reader: use_remove_padding packs rows (written from batch.padding_free); flash-attn's
+    # cross-entropy runs on packed rows only, the padded path keeps full logits
+    if spec.logits.value in ("bf16_flash_ce", "bf16_flash_ce_entropy"):
+        C.require(spec, "batch.padding_free", (True,), fw)
+    elif spec.logits.value == "full_bf16":
+        C.require(spec, "batch.padding_free", (False,), fw)
     # verl CPU-offloads the separate reference of full fine-tuning whatever its config says (the reader)
     separate_reference = spec.finetune.method.value == "full" and spec.kl_beta > 0
     if spec.distribution.offload_reference_params != separate_reference:
@@ -141,7 +145,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.cannot_express(field, why)
     model: dict[str, Any] = {"path": spec.model, "enable_gradient_checkpointing": spec.gradient_checkpointing,
                              "use_fused_kernels": spec.logits.value == "fused_token_chunks",
-                             "use_remove_padding": spec.logits.value != "full_bf16",
+                             "use_remove_padding": spec.batch.padding_free,
                              "override_config": {"attn_implementation": spec.attention.value}}
     if spec.liger_kernels:
         model["use_liger"] = True
