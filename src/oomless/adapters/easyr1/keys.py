@@ -51,6 +51,7 @@ SPEC_SOURCES: dict[str, str] = {
     "gradient_checkpointing": "worker.actor.model.enable_gradient_checkpointing", "finetune": "worker.actor.model.lora.rank",
     "batch.micro_batch_size": "worker.actor.micro_batch_size_per_device_for_update",
     "batch.logprob_micro_batch_size": "worker.actor.micro_batch_size_per_device_for_experience",
+    "batch.padding_free": "worker.actor.padding_free", "logits": "worker.actor.padding_free",
     "batch.num_generations": "worker.rollout.n", "lengths.max_prompt_tokens": "data.max_prompt_length",
     "lengths.max_completion_tokens": "data.max_response_length", "vision.max_pixels": "data.max_pixels",
     "vision.min_pixels": "data.min_pixels", "vision.freeze_tower": "worker.actor.model.freeze_vision_tower",
