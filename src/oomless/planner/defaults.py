@@ -56,7 +56,7 @@ def kv_holds_a_sequence(plan: Plan) -> bool:
     return all(c.ok for c in plan.constraints if _is_kv_check(c))
 
 
-def _last_true(test: Callable[[int], bool], low: int, high: int) -> int | None:
+def last_true(test: Callable[[int], bool], low: int, high: int) -> int | None:
     """Largest k in [low, high] with test(k), for a test true up to some k and false above."""
     if not test(low):
         return None
@@ -99,10 +99,10 @@ def choose_utilization(spec: RunSpec, plan_of: Callable[[RunSpec], Plan],
     field = "rollout.gpu_memory_utilization not set"
     for fraction, how in ((DEFAULT_MARGIN_FRACTION, f"with a {DEFAULT_MARGIN_FRACTION:.0%} margin"),
                           (0.0, f"without the {DEFAULT_MARGIN_FRACTION:.0%} margin")):
-        k = _last_true(lambda k, f=fraction: room_for_trainer(plan_at(k), f), 1, NUM_STEPS)
+        k = last_true(lambda k, f=fraction: room_for_trainer(plan_at(k), f), 1, NUM_STEPS)
         if k is not None and kv_holds_a_sequence(plan_at(k)):
             return _with(spec, k), f"{field}: chose {_u(k)}, the largest that fits beside the trainer {how}"
-    k = _last_true(typical_fits, 1, NUM_STEPS)
+    k = last_true(typical_fits, 1, NUM_STEPS)
     if k is not None and kv_holds_a_sequence(plan_at(k)):
         return _with(spec, k), (f"{field}: chose {_u(k)}, the largest with which a typical batch fits beside the trainer "
                                 f"with a {DEFAULT_MARGIN_FRACTION:.0%} margin (the longest batch fits at none)")

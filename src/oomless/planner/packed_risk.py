@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import accumulate
 
 Atoms = tuple[tuple[int, float], ...]
 """A discrete distribution: (value, probability) pairs, values rising, probabilities summing to 1."""
@@ -66,20 +67,15 @@ def dominating_atoms(points: Sequence[tuple[int, float]]) -> Atoms:
 
 def comonotone_sum(a: Atoms, b: Atoms) -> Atoms:
     """The law of Q_a(U) + Q_b(U), U uniform (2.): at each level, the two quantiles added."""
-    levels = sorted({round(sum(p for _, p in a[: i + 1]), 12) for i in range(len(a))}
-                    | {round(sum(p for _, p in b[: i + 1]), 12) for i in range(len(b))})
+    steps = {law: [(round(level, 12), value) for level, (value, _) in zip(accumulate(p for _, p in law), law)]
+             for law in (a, b)}
 
-    def quantile(atoms: Atoms, u: float) -> int:
-        cumulative = 0.0
-        for value, p in atoms:
-            cumulative += p
-            if cumulative >= u - 1e-12:
-                return value
-        return atoms[-1][0]
+    def quantile(law: Atoms, u: float) -> int:  # the smallest value whose cumulative level reaches u
+        return next((value for level, value in steps[law] if level >= u - 1e-12), law[-1][0])
 
     out: dict[int, float] = {}
     below = 0.0
-    for level in levels:
+    for level in sorted({level for law in (a, b) for level, _ in steps[law]}):
         value = quantile(a, level) + quantile(b, level)
         out[value] = out.get(value, 0.0) + level - below
         below = level

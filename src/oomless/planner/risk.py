@@ -46,6 +46,7 @@ from ..spec.run import RolloutEngine, RunSpec
 from . import packed_risk as PR
 from . import vision_terms as VT
 from .batches import DataLengths, max_budget_micro_batch_tokens
+from .defaults import last_true
 
 ACCEPTED_RUN_FAILURE_PROBABILITY = 0.05
 """Policy, not a measurement: `fits` stays true when the worst batch does not fit only if the
@@ -210,8 +211,9 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
     block of rows in the data's order (`packed_risk.sum_tail`, one per block of the share), or
     where the framework sorts a GPU's share by length (`batch.length_sorted_micro_batches`) the
     longest ``b`` of the whole batch (`packed_risk.longest_share_tail`: verl partitions the
-    batch over the ranks by Karmarkar-Karp before sorting, so shares are not independent). A token budget's part holds
-    at most min(f(T, longest), the share's total) (`batches.max_budget_micro_batch_tokens`) and
+    batch over the ranks by Karmarkar-Karp before sorting, so shares are not independent). A
+    token budget's part holds at most min(f(T, longest), the share's total)
+    (`batches.max_budget_micro_batch_tokens`) and
     the plan's min(f(T, a), n·a): it can exceed the plan only when the share's total does, and,
     where f binds, only when a sequence is longer than ``a`` (`budget_tail`). A rollout feeds
     one or more optimizer steps; each is given the rollout's chance."""
@@ -229,11 +231,8 @@ def packed_batch_risk(spec: RunSpec, arch: ModelArch, sequences_per_step: int,
         p = min(spec.lengths.max_prompt_tokens, max(1, a - c))
         return lengths_at(spec, {"prompt": p, "completion": c})
 
-    low, high = 0, total[-1][0] + 1  # fits(low) (0: nothing), not fits(high)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits_at(split(mid)) else (low, mid)
-    if low == 0:
+    low = last_true(lambda a: fits_at(split(a)), 1, total[-1][0])  # plans rise with every length
+    if low is None:
         per_run, first = _over_run(1.0, steps)
         return BatchRisk(sequences_per_step, 1.0, None, steps, per_run, first, "no mean length per sequence fits")
     ranks = max(1, sequences_per_step // (b.micro_batch_size * b.gradient_accumulation_steps))

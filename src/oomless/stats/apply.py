@@ -107,11 +107,7 @@ def _with_data(run: ResolvedRun, data: str, split: str, tokenizer: str | None, l
     update: dict[str, Any] = {"lengths": {**spec.lengths.model_dump(exclude_unset=True), **lengths}}
     if "vision" in fragment and spec.vision.images_per_prompt > 0:
         update["vision"] = _vision(spec, dict(fragment["vision"]), notes)
-    try:
-        new = RunSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
-    except ValidationError as err:  # the data's figures against the spec's limits: one line
-        first = err.errors()[0]
-        raise InputError("--data", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    new = _updated(spec, update, "--data")
     return dataclasses.replace(run, spec=new), notes
 
 
@@ -123,13 +119,19 @@ def with_run_log(run: ResolvedRun, raw: dict[str, Any] | None, log: str) -> tupl
     spec, notes = run.spec, []
     fields = run_log_lengths(read_run_log(log), spec.lengths.max_prompt_tokens, spec.lengths.max_completion_tokens, notes)
     lengths = {**spec.lengths.model_dump(exclude_unset=True), **fields}
-    try:
-        new = RunSpec.model_validate({**spec.model_dump(exclude_unset=True), "lengths": lengths})
-    except ValidationError as err:  # the log's figures against the spec's other lengths: one line
-        first = err.errors()[0]
-        raise InputError("--run-log", f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    new = _updated(spec, {"lengths": lengths}, "--run-log")
     out_raw = None if raw is None else {**raw, "lengths": new.lengths.model_dump(mode="json", exclude_unset=True)}
     return dataclasses.replace(run, spec=new), out_raw, notes
+
+
+def _updated(spec: RunSpec, update: dict[str, Any], option: str) -> RunSpec:
+    """``spec`` with ``update``'s sections; figures the spec's rules refuse (against its limits)
+    as one line naming ``option``."""
+    try:
+        return RunSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise InputError(option, f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
 
 
 def with_data_raw(run: ResolvedRun, raw: dict[str, Any], data: str, split: str = "train", tokenizer: str | None = None,
