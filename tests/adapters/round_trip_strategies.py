@@ -220,13 +220,18 @@ def easyr1_specs(draw: st.DrawFn) -> RunSpec:
     sync = "adapter_layers" if ft["method"] == "lora" else "merge"  # EasyR1 sends LoRA adapters unmerged, per layer
     logits = draw(st.sampled_from(["full_bf16", "bf16_flash_ce"]))  # EasyR1 padding_free false / true
     batch["padding_free"] = logits == "bf16_flash_ce"
+    limits = {**draw(lengths()), "max_prompt_counts_images": True}  # EasyR1's bound holds the image tokens
+    if draw(st.booleans()):  # dynamic_batching: budgets of micro-batch size x padded row (the reader)
+        padded = limits["max_prompt_tokens"] + limits["max_completion_tokens"]
+        batch["max_tokens_per_gpu"] = batch["micro_batch_size"] * padded
+        batch["logprob_micro_batch_size"] = batch.get("logprob_micro_batch_size") or batch["micro_batch_size"]
+        batch["logprob_max_tokens_per_gpu"] = batch["logprob_micro_batch_size"] * padded
     return spec_from(
         {}, model="Qwen/Qwen2.5-VL-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention="flash_attention_2",
         gradient_checkpointing=draw(st.booleans()), kl_beta=draw(st.sampled_from([0.0, 0.01, 0.04])),
-        logits=logits,
-        lengths={**draw(lengths()), "max_prompt_counts_images": True},  # EasyR1's bound holds the image tokens
+        logits=logits, lengths=limits,
         distribution={"strategy": strategy, "offload_params": offload,
                       "offload_optimizer": offload, "rank0_init": draw(st.booleans())},
         rollout={"engine": "vllm_colocate", "engine_in_trainer_process": True, "sleep_level": 1, "lora_sync": sync,

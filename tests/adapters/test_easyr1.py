@@ -29,7 +29,9 @@ def test_defaults_and_reported_keys(tmp_path: Path) -> None:
     # EasyR1 dataclass defaults: micro 4 / 16, TP 2 at 0.6, prompt/response 512, sleep level 1.
     # The round (adapters/schedule.py): Ulysses 2 leaves 4 data-parallel ranks; 512 prompts a round
     # and 256 an optimizer step, n 1, micro 4: 512 / 4 / 4 = 32 micro-batches a round, 256 / 4 / 4 = 16 a step.
+    # dynamic_batching (default true from 0.3.2): budgets of 4 and 16 rows of 512 + 512 tokens.
     assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1, "padding_free": True,
+                             "max_tokens_per_gpu": 4096, "logprob_max_tokens_per_gpu": 16384,
                              "gradient_accumulation_steps": 16, "steps_per_generation": 32}
     assert spec["rollout"]["tensor_parallel_size"] == 2 and spec["rollout"]["sleep_level"] == 1
     assert spec["rollout"]["limit_images_per_prompt"] == 2 and spec["kl_beta"] == 0.0
@@ -195,3 +197,69 @@ def test_lora_adapters_go_to_vllm_unmerged(tmp_path: Path) -> None:
     spec = imported("easyr1", path, **HW)
     assert (spec.finetune.method.value, spec.rollout.lora_sync.value) == ("lora", "adapter_layers")
     assert component(plan_of(spec.model_dump(mode="json")), "weight_sync", "sync.lora_merge_delta") == 0
+
+
+BUDGETED = MODEL + "    micro_batch_size_per_device_for_update: 2\n    micro_batch_size_per_device_for_experience: 8\n"
+
+
+@pytest.mark.parametrize(("head", "extra", "budgets"), [
+    ("", "", (2 * 3072, 8 * 3072)),  # main's default: on
+    ("# easyr1==0.3.2\n", "", (2 * 3072, 8 * 3072)),
+    ("", "    dynamic_batching: false\n", (None, None)),
+    ("# easyr1==0.3.1\n", "", (None, None)),  # before PR #417: fixed micro-batches
+])
+def test_dynamic_batching_budgets_the_padded_rows(tmp_path: Path, head: str, extra: str, budgets: tuple) -> None:
+    """dp_actor.py: budget = micro-batch size × input_ids.size(-1), the prompt padded to
+    max_prompt_length and the response to max_response_length (2048 + 1024 here)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(head + "data: {max_prompt_length: 2048, max_response_length: 1024}\n" + BUDGETED + extra)
+    result = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
+    batch = result.spec["batch"]
+    assert (batch.get("max_tokens_per_gpu"), batch.get("logprob_max_tokens_per_gpu")) == budgets
+    assert any("dynamic_batching" in note for note in result.notes) == (budgets[0] is not None)
+
+
+def test_dynamic_batching_is_not_a_key_before_0_3_2(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("# easyr1==0.3.0\n" + MODEL + "    dynamic_batching: true\n")
+    with pytest.raises(InputError) as err:
+        imported("easyr1", path, gpu="A100-80GB")
+    assert err.value.field == "worker.actor.dynamic_batching" and "0.3.2" in err.value.message
+
+
+def test_budgeted_spec_round_trips_and_a_budget_easyr1_cannot_say_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("data: {max_prompt_length: 2048, max_response_length: 1024}\n" + BUDGETED)
+    spec = imported("easyr1", path, gpu="A100-80GB")
+    assert spec.batch.max_tokens_per_gpu == 6144
+    assert round_trip("easyr1", spec, tmp_path / "out", gpu="A100-80GB") == [spec]
+    odd = spec.model_copy(update={"batch": spec.batch.model_copy(update={"max_tokens_per_gpu": 5000})})
+    with pytest.raises(InputError) as err:
+        E.export_spec(odd, tmp_path / "odd", force=False)
+    assert err.value.field == "batch.max_tokens_per_gpu" and "2 × 3072" in err.value.message
+
+
+def test_fit_cuts_the_budgets_in_easyr1s_micro_batch_keys(tmp_path: Path) -> None:
+    """A budget that does not fit is cut through the micro-batch sizes it is made of (the only
+    keys EasyR1 has for it); the patched file reads back with budgets of the new sizes."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from oomless.cli.main import app
+
+    source = tmp_path / "c.yaml"
+    source.write_text("data: {max_prompt_length: 4096, max_response_length: 4096, rollout_batch_size: 128}\n"
+                      "worker:\n  actor:\n    global_batch_size: 64\n    micro_batch_size_per_device_for_update: 8\n"
+                      "    micro_batch_size_per_device_for_experience: 32\n"
+                      "    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n  rollout: {n: 8}\ntrainer: {n_gpus_per_node: 8}\n")
+    before = imported("easyr1", source, gpu="A100-80GB")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", "A100-80GB", "--write", str(out), "--top", "0"])
+    assert result.exit_code == 0, result.output
+    assert "reads it back: fits" in result.stdout
+    actor = yaml.safe_load((out / "c.yaml").read_text())["worker"]["actor"]
+    after = imported("easyr1", out / "c.yaml", gpu="A100-80GB")
+    assert after.batch.logprob_max_tokens_per_gpu < before.batch.logprob_max_tokens_per_gpu
+    assert after.batch.max_tokens_per_gpu == actor["micro_batch_size_per_device_for_update"] * 8192
+    assert after.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192
+    assert "dynamic_batching" not in actor  # still EasyR1's default, untouched

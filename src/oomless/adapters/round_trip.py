@@ -34,7 +34,8 @@ def same_spec_dict(spec: Any, arch: Any) -> dict[str, Any]:
     `rollout.max_model_len` None is prompt + image + completion tokens (planner.shape), and
     `rollout.weight_sync_batches` None is 1 (the whole model) when LoRA is merged for the sync
     (planner.gpu_phases.sync_gather_bytes); `optimizer_implementation` as the readers state it
-    (`optim_impl.planned`: None where the unset field plans the same)."""
+    (`optim_impl.planned`: None where the unset field plans the same); `batch.logprob_max_tokens_per_gpu`
+    None is the training budget."""
     from ..spec.load import parse_spec
     from .optim_impl import planned
 
@@ -46,6 +47,8 @@ def same_spec_dict(spec: Any, arch: Any) -> dict[str, Any]:
     if rollout.get("weight_sync_batches", 0) is None and out["finetune"]["method"] != "full":
         rollout["weight_sync_batches"] = 1
     out["optimizer_implementation"] = planned(out.get("optimizer_implementation"), out["distribution"])
+    if out["batch"]["logprob_max_tokens_per_gpu"] is None:  # its default: the training budget (spec.run.Batch)
+        out["batch"]["logprob_max_tokens_per_gpu"] = out["batch"]["max_tokens_per_gpu"]
     return out
 
 

@@ -159,18 +159,33 @@ def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Fact
         b = spec.batch
         same = [x for x in splits if x["batch.micro_batch_size"] == b.micro_batch_size
                 and x["batch.gradient_accumulation_steps"] == b.gradient_accumulation_steps]
-        splits = [{**(same or splits)[0], "batch.max_tokens_per_gpu": budget} for budget in budgets]
+        product = b.micro_batch_size * b.gradient_accumulation_steps
+        by_micro = {x["batch.micro_batch_size"]: x for x in splits
+                    if x["batch.micro_batch_size"] * x["batch.gradient_accumulation_steps"] == product}
+        base = (same or splits)[0]
+        # a smaller budget carries the micro-batch size its framework derives from it (verl's reader:
+        # budget // sequence; EasyR1: the budget is that size × the padded row), where the step allows it
+        splits = [{**(base if budget == b.max_tokens_per_gpu else by_micro.get(max(1, budget // seq_tokens), base)),
+                   "batch.max_tokens_per_gpu": budget} for budget in budgets]
     variants = [{**split, "gradient_checkpointing": gc, **kernels, **logprob}
                 for split in splits for gc in (True, False) for kernels in logits_kernels(spec)
-                for logprob in logprob_splits(spec)]
+                for logprob in logprob_splits(spec, seq_tokens)]
     return Factor("work", "train", _options(spec, variants))
 
 
-def logprob_splits(spec: RunSpec) -> list[Overrides]:
+def logprob_splits(spec: RunSpec, seq_tokens: int | None = None) -> list[Overrides]:
     """The log-prob (experience) micro-batch, where the run sets its own (OpenRLHF
     micro_rollout_batch_size, verl log_prob_micro_batch_size_per_gpu, EasyR1
     micro_batch_size_per_device_for_experience): the stated size halved down to 1. Same maths:
-    the forwards only score what the rollout made. Unset, it follows the training micro-batch."""
+    the forwards only score what the rollout made. Unset, it follows the training micro-batch.
+    A run with its own log-prob token budget (verl log_prob_max_token_len_per_gpu, EasyR1
+    dynamic_batching) gets that budget cut as `token_budgets` cuts the training one, each with
+    the micro-batch size it derives (budget // sequence)."""
+    budget = spec.batch.logprob_max_tokens_per_gpu
+    if budget is not None and seq_tokens:
+        cuts = [budget] + sorted({max(seq_tokens, budget // k) for k in TOKEN_BUDGET_CUTS} - {budget}, reverse=True)
+        return [{}] + [{"batch.logprob_max_tokens_per_gpu": cut, "batch.logprob_micro_batch_size": max(1, cut // seq_tokens)}
+                       for cut in cuts[1:]]
     current = spec.batch.logprob_micro_batch_size
     if current is None or current <= 1:
         return [{}]

@@ -34,7 +34,8 @@ from .. import schedule as SCH
 from ...frontends import hydra as H
 from .keys import DEFAULTS, NO_MEMORY_EFFECT, ACT, ROL, REF
 
-SUPPORTED_VERSIONS = "EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them)"
+SUPPORTED_VERSIONS = ("EasyR1 0.3.0 to 0.3.3 (dataclass defaults of main, 0.3.3.dev0; early-2025 configs read with them; "
+                      "a `# easyr1==0.3.1` comment turns off what 0.3.2 added: dynamic_batching)")
 LOWEST, HIGHEST = "0.3.0", "0.3.3"
 
 ADVANTAGE_TO_ALGORITHM = {"gae": "ppo", "rloo": "rloo"}
@@ -45,13 +46,19 @@ STEP_IMPLEMENTATION = {"adamw": "fused", "adamw_bf16": "for_loop"}
 adamw_bf16. Stated where it changes the plan (`optim_impl.planned`)."""
 
 
+DYNAMIC_BATCHING_SINCE = (0, 3, 2)
+"""EasyR1 PR #417 (2025-07-14, first released in v0.3.2): `worker.actor.dynamic_batching`, default
+true; earlier releases cut fixed micro-batches and have no such key."""
+
+
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
-    C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
+    release = C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
     out = N.Collected()
     composed, config = _compose(path, text, out)
     vllm, train_prompts, transformers = _directives(([config] if config else []) + [(text, str(path))])
     out.notes.extend(composed.notes)
+    _dynamic_batching_release(composed, release)
     _to_spec(composed.values, hardware, out, train_prompts)
     if vllm is not None:
         out.set("rollout.vllm_version", vllm)
@@ -59,6 +66,18 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
         out.set("transformers_version", transformers)
     _report_unused(composed.user, out)
     return ImportResult(out.spec, tuple(out.ignored), tuple(out.notes), data=_data(composed.values, path.parent))
+
+
+def _dynamic_batching_release(composed: H.Composed, release: tuple[int, ...] | None) -> None:
+    """A file declaring a release before 0.3.2 (`# easyr1==0.3.1`) runs fixed micro-batches: the
+    key did not exist, and EasyR1's structured config refuses keys it does not know."""
+    if release is None or tuple(release) + (0,) * (3 - len(release)) >= DYNAMIC_BATCHING_SINCE:
+        return
+    key = f"{ACT}.dynamic_batching"
+    if key in composed.user:
+        raise InputError(key, f"not a key of EasyR1 {C.version_text(release)} (added in 0.3.2); remove it or declare "
+                         "the release that has it")
+    composed.values[key] = False
 
 
 def _data(v: dict[str, Any], folder: Path) -> DataRef | None:
@@ -192,12 +211,32 @@ def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
     })
     # max_prompt_length bounds the processor's input_ids, image tokens included: longer prompts are
     # refused (early 2025: postprocess_data truncation "error") or filtered (filter_overlong_prompts).
-    out.set("lengths", {"max_prompt_tokens": C.as_int("data.max_prompt_length", v["data.max_prompt_length"], 1),
-                        "max_completion_tokens": C.as_int("data.max_response_length", v["data.max_response_length"], 1),
-                        "max_prompt_counts_images": True})
+    prompt = C.as_int("data.max_prompt_length", v["data.max_prompt_length"], 1)
+    response = C.as_int("data.max_response_length", v["data.max_response_length"], 1)
+    out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response, "max_prompt_counts_images": True})
+    if C.as_bool(f"{ACT}.dynamic_batching", v[f"{ACT}.dynamic_batching"]):
+        _dynamic_batching(v, prompt + response, out)
     out.set("vision", {"max_pixels": C.as_int("data.max_pixels", v["data.max_pixels"], 1),
                        "min_pixels": C.as_int("data.min_pixels", v["data.min_pixels"], 1),
                        "freeze_tower": C.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
+
+
+def _dynamic_batching(v: dict[str, Any], padded: int, out: N.Collected) -> None:
+    """`dynamic_batching` (default true from 0.3.2): each mini-batch (update) and each round's share
+    (experience) is cut into ceil(real tokens / budget) parts balanced on tokens by Karmarkar-Karp,
+    the budget being the micro-batch size × the padded row length, max_prompt_length +
+    max_response_length (prompts are padded to the one, responses to the other). Source: EasyR1
+    verl/workers/actor/dp_actor.py `compute_log_prob` and `update_policy`, verl/utils/
+    seqlen_balancing.py `rearrange_micro_batches` (`get_seqlen_balanced_partitions`, equal_size
+    False: a part is not capped at the budget, planned as budget + one sequence, planner/batches.py)."""
+    update = C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1)
+    experience = C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience",
+                          v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1)
+    out.set("batch.max_tokens_per_gpu", update * padded)
+    out.set("batch.logprob_max_tokens_per_gpu", experience * padded)
+    out.notes.append(f"worker.actor.dynamic_batching: micro-batches of up to {update} × {padded} = {update * padded:,} tokens "
+                     f"(update) and {experience} × {padded} = {experience * padded:,} (log-probs), balanced on real tokens; "
+                     "one part can exceed its budget by less than one sequence")
 
 
 def _round_and_schedule(v: dict[str, Any], out: N.Collected, train_prompts: int | None) -> None:

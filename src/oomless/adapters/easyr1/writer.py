@@ -59,7 +59,6 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     C.require(spec, "rollout.samples_per_request", (None, spec.batch.num_generations), fw)  # the reader: rollout.n (None: n)
     C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
-    C.require(spec, "batch.max_tokens_per_gpu", (None,), fw)  # the reader plans fixed micro-batches
     C.require(spec, "batch.padding_free", (spec.logits.value == "bf16_flash_ce",), fw)  # one key: padding_free (the reader)
     algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
     C.require(spec, "ray.enabled", (True,), fw)
@@ -93,7 +92,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                       "kl_coef": spec.kl_beta if spec.kl_beta > 0 else DEFAULTS["algorithm.kl_coef"]},
         "worker": {
             "actor": {"global_batch_size": update_prompts, "micro_batch_size_per_device_for_update": micro,
-                      "padding_free": spec.logits.value == "bf16_flash_ce",
+                      "padding_free": spec.logits.value == "bf16_flash_ce", "dynamic_batching": _dynamic_batching(spec),
                       "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
                       "model": model, "optim": {"strategy": _optim_strategy(spec, precision)},
                       "fsdp": fsdp, "offload": {"offload_params": ro.offload_model, "offload_optimizer": ro.offload_optimizer}},
@@ -106,6 +105,27 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         config["worker"]["critic"] = {"model": {"model_path": spec.critic.model or spec.model}}
     return config
 
+
+def _dynamic_batching(spec: Any) -> bool:
+    """`dynamic_batching` from the spec's token budgets: EasyR1 derives them (the reader's
+    `_dynamic_batching`) as the update and experience micro-batch sizes × the padded row length,
+    balanced on tokens, both passes at once; any other budget cannot be written."""
+    b = spec.batch
+    if b.max_tokens_per_gpu is None:
+        if b.logprob_max_tokens_per_gpu is not None:
+            C.cannot_express("batch.logprob_max_tokens_per_gpu", "EasyR1's dynamic_batching budgets the update and the "
+                             "log-prob passes together; set batch.max_tokens_per_gpu too")
+        return False
+    C.require(spec, "batch.token_budget_balance", ("tokens",), "easyr1")
+    padded = prompt_bound_with_images(spec) + spec.lengths.max_completion_tokens
+    for field, budget, micro, key in (
+            ("batch.max_tokens_per_gpu", b.max_tokens_per_gpu, b.micro_batch_size, "micro_batch_size_per_device_for_update"),
+            ("batch.logprob_max_tokens_per_gpu", b.logprob_token_budget, spec.logprob_micro_batch_size,
+             "micro_batch_size_per_device_for_experience")):
+        if budget != micro * padded:
+            C.cannot_express(field, f"EasyR1's budget is {key} × (max_prompt_length + max_response_length) = {micro} × "
+                             f"{padded} = {micro * padded:,} tokens; {budget:,} cannot be written")
+    return True
 
 
 def _round(spec: Any, world: int, micro: int) -> tuple[int, int, dict[str, Any]]:
