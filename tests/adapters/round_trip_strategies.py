@@ -188,6 +188,8 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
         gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=kl, logits=logits,
+        # verl 0.9 at its default rollout temperature 1 leaves the logits unscaled (the reader)
+        logits_temperature="none" if logits.startswith("bf16_flash_ce") else "in_place",
         distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
                       "sequence_parallel_size": ulysses,
                       "offload_reference_params": ft["method"] == "full" and kl > 0},  # verl offloads its reference

@@ -179,7 +179,15 @@ def _logit_inputs(ctx: Ctx) -> tuple[Input, ...]:
             Input("E1", e1.value, "logit elements b·(c+1)·V", formula=e1), Input("R", r.value, "elements of one chunk", formula=r),
             row, Input("ES", es.value, "logit elements of every position b·s·V", formula=es),
             Input("EC", b * min(c, s) * v, "completion logit elements b·min(c, s)·V (ORZ's entropy copy)"),
-            Input("B", L.B, "bf16 bytes"), Input("F", L.F, "fp32 bytes"))
+            Input("B", L.B, "bf16 bytes"), Input("F", L.F, "fp32 bytes"), *_temperature_copies(ctx))
+
+
+def _temperature_copies(ctx: Ctx) -> tuple[Input, ...]:
+    how = ctx.spec.logits_temperature.value
+    training, nograd = L.FLASH_CE_TEMPERATURE_COPIES[how]
+    where = f"FLASH_CE_TEMPERATURE_COPIES[{how!r}] (memory/logits.py; logits_temperature {how})"
+    return (Input("training_copies", training, f"bf16 logit copies at the training peak, {where}"),
+            Input("nograd_copies", nograd, f"bf16 logit copies in a no-grad log-prob pass, {where}"))
 
 
 LOGPROB = {
@@ -191,8 +199,8 @@ LOGPROB = {
     LogitsMode.fused_token_chunks: "min(VERL_FUSED_CHUNK_TOKENS, b * s) * V * VERL_FUSED_FORWARD_BYTES_PER_LOGIT",
     LogitsMode.fp32_all_positions: "(B + F) * ES",
     LogitsMode.bf16_all_positions: "(B + B) * ES",
-    LogitsMode.bf16_flash_ce: "B * ES",
-    LogitsMode.bf16_flash_ce_entropy: "B * ES",
+    LogitsMode.bf16_flash_ce: "B * nograd_copies * ES",
+    LogitsMode.bf16_flash_ce_entropy: "B * nograd_copies * ES",
 }
 TRAINING = {
     LogitsMode.full_bf16: "max(lm_input + softcap + B * max(E1 + E, c * V * (b + 2), E + E1), head_backward)",
@@ -208,12 +216,12 @@ TRAINING = {
                                    "lm_all + B * ES + tied + B * h * b * s + F * ES)",
     LogitsMode.bf16_all_positions: "max(lm_all + B * (3 * ES + EC), lm_all + B * (BF16_ALL_POSITIONS_BACKWARD_COPIES * ES + EC), "
                                    "lm_all + B * (ES + EC) + B * ES + tied + B * h * b * s)",
-    LogitsMode.bf16_flash_ce: "max(lm_all + B * FLASH_CE_TEMPERATURE_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
+    LogitsMode.bf16_flash_ce: "max(lm_all + B * training_copies * ES, lm_all + B * ES + tied + B * h * b * s)",
     LogitsMode.bf16_flash_ce_entropy: "max(lm_all + B * FLASH_CE_ENTROPY_BACKWARD_COPIES * ES, lm_all + B * ES + tied + B * h * b * s)",
 }
 CONSTANTS = ("CHUNK_FORWARD_FP32_COPIES", "CHUNK_BACKWARD_FP32_COPIES", "FP32_GATHER_BACKWARD_COPIES", "FUSED_SEQUENCE_BYTES_PER_LOGIT",
              "HEAD_FP32_GRADIENT_BYTES", "FP32_ALL_POSITIONS_BACKWARD_BYTES", "BF16_ALL_POSITIONS_BACKWARD_COPIES",
-             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "FLASH_CE_TEMPERATURE_COPIES", "VERL_FUSED_CHUNK_TOKENS",
+             "FLASH_CE_ENTROPY_BACKWARD_COPIES", "VERL_FUSED_CHUNK_TOKENS",
              "VERL_FUSED_FORWARD_BYTES_PER_LOGIT", "VERL_FUSED_BACKWARD_BYTES_PER_LOGIT", "VERL_FUSED_ENTROPY_EXTRA_BYTES_PER_LOGIT")
 
 

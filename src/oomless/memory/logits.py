@@ -192,34 +192,40 @@ vocab] intermediate stays); flash-attn ops/triton/cross_entropy.py. Not traced (
 kernel has no fake-tensor form); eager entropy keeps the softmax and more: planned the same."""
 
 
-FLASH_CE_TEMPERATURE_COPIES = 2
-"""verl, per logit of every position, bf16: the logits and their temperature-scaled form. verl
-0.4.1-0.8 divide in place (``logits_rmpad.div_(temperature)``, dp_actor.py), whose backward makes
-a new gradient beside the one the cross-entropy wrote over the logits (traced: `oomless trace`,
-tests/trace/test_agreement.py); verl 0.9 divides out of place unless the temperature is 1
-(transformer_impl.py `_scale_logits_by_temperature`), holding the raw and the scaled logits.
-Both are two copies at their peak in training; 0.9 at temperature 1 holds one (planned as two).
-In the no-grad log-prob pass the in-place division holds one, 0.9's scaling two (planned as one)."""
+FLASH_CE_TEMPERATURE_COPIES = {"in_place": (2, 1), "copy": (2, 2), "none": (1, 1)}
+"""bf16 copies of every position's logits at the peak, (training, no-grad log-prob pass), by how the
+temperature is applied (`spec.enums.TemperatureScaling`). in_place: verl 0.4.1-0.8 and EasyR1
+``logits_rmpad.div_(temperature)`` (dp_actor.py): one tensor without grad; in training the
+division's backward makes a new gradient beside the one the cross-entropy wrote over the logits
+(traced: `oomless trace`, tests/trace/test_agreement.py). copy: verl 0.9 at a temperature other
+than 1 (workers/engine/fsdp/transformer_impl.py `_scale_logits_by_temperature`, out of place): the
+raw logits (still held by the model output) and the scaled ones in the forward, the scaled
+storage holding the cross-entropy's gradient and the division's new gradient in backward. none:
+verl 0.9 at temperature 1 (the same function returns its input): the logits alone, the gradient
+written over them (flash-attn ``inplace_backward``). Read from the verl 0.9.1 wheel; the copy and
+none cases are not traced."""
 
 
-def flash_ce_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool, entropy: bool) -> int:
+def flash_ce_training_bytes(arch: ModelArch, num_sequences: int, seq_len: int, frozen_head: bool, entropy: bool,
+                            temperature: str = "in_place") -> int:
     """`bf16_flash_ce` / `bf16_flash_ce_entropy` (verl, EasyR1 padding-free): E_s = b·s·V bf16
     logits, every position (remove-padding packs the real tokens into one row; the model is called
     without logits_to_keep), log-probs by flash-attn's cross-entropy. Without entropy it writes its
-    gradient over the logits (``inplace_backward``) and the temperature's scaling makes the second
-    copy (`FLASH_CE_TEMPERATURE_COPIES`); with entropy the backward holds
-    `FLASH_CE_ENTROPY_BACKWARD_COPIES` E_s. Source: as the two constants; verl
+    gradient over the logits (``inplace_backward``) and the temperature's scaling may make a second
+    copy (`FLASH_CE_TEMPERATURE_COPIES`, by ``temperature``: `spec.enums.TemperatureScaling`); with
+    entropy the backward holds `FLASH_CE_ENTROPY_BACKWARD_COPIES` E_s (traced with the in-place
+    division; kept for the other two, not traced). Source: as the two constants; verl
     utils/torch_functional.py `logprobs_from_logits_flash_attn`."""
     es = num_sequences * seq_len * arch.vocab_size
     lm_input, head_backward = _whole_row_head(arch, num_sequences, seq_len, frozen_head)
     if entropy:
         return max(lm_input + B * FLASH_CE_ENTROPY_BACKWARD_COPIES * es, head_backward)
-    return max(lm_input + B * FLASH_CE_TEMPERATURE_COPIES * es, head_backward)
+    return max(lm_input + B * FLASH_CE_TEMPERATURE_COPIES[temperature][0] * es, head_backward)
 
 
 def training_logits_bytes(
     arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int, seq_len: int | None = None,
-    frozen_head: bool = False,
+    frozen_head: bool = False, temperature: str = "in_place",
 ) -> int:
     """Peak bytes of logits/log-prob tensors in the training forward+backward of one
     micro-batch, with the LM head's kept input (`lm_head_input_bytes`).
@@ -249,7 +255,7 @@ def training_logits_bytes(
     if mode == LogitsMode.bf16_all_positions:
         return orz_training_bytes(arch, b, c, s, frozen_head)
     if mode in (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy):
-        return flash_ce_training_bytes(arch, b, s, frozen_head, mode == LogitsMode.bf16_flash_ce_entropy)
+        return flash_ce_training_bytes(arch, b, s, frozen_head, mode == LogitsMode.bf16_flash_ce_entropy, temperature)
     if mode == LogitsMode.fused_token_chunks:
         return verl_fused_training_bytes(arch, b * s, frozen_head)
     e, e1 = b * c * v, b * (c + 1) * v
@@ -272,20 +278,21 @@ def training_logits_bytes(
 
 
 def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, completion_len: int, chunk_rows: int,
-                         seq_len: int | None = None) -> int:
+                         seq_len: int | None = None, temperature: str = "in_place") -> int:
     """Peak bytes of logits in a no-grad log-prob forward (reference or old policy): the LM
     head output with its divided copy (bf16; fp32 upcast first for full_fp32), the bf16
     copy with one chunk's fp32 upcast and log-softmax, (chunked_head) the gathered hidden
     states with the work buffer, or every position's bf16 logits (``seq_len`` a row) with
     their fp32 copy (fp32_all_positions, OpenRLHF), their bf16 log-softmax (bf16_all_positions,
     ORZ), or alone (verl 0.4-0.8 and EasyR1 divide by the temperature in place, flash-attn's
-    cross-entropy keeps per-row sums, the old-log-prob entropy is compiled and fused; verl 0.9 at a
-    temperature other than 1 scales out of place and holds two: `FLASH_CE_TEMPERATURE_COPIES`,
-    not planned in this no-grad pass)."""
+    cross-entropy keeps per-row sums, the old-log-prob entropy is compiled and fused), twice where
+    the temperature makes a scaled copy (verl 0.9 at a temperature other than 1:
+    `FLASH_CE_TEMPERATURE_COPIES`)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
     if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions, LogitsMode.bf16_flash_ce,
                 LogitsMode.bf16_flash_ce_entropy):  # + fp32 copy / + log-softmax / verl: the logits alone
-        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(mode, B)
+        per_logit = {LogitsMode.fp32_all_positions: B + F, LogitsMode.bf16_all_positions: B + B}.get(
+            mode, B * FLASH_CE_TEMPERATURE_COPIES[temperature][1])
         return per_logit * b * (seq_len if seq_len is not None else c + 1) * v
     if mode == LogitsMode.fused_token_chunks:
         return min(VERL_FUSED_CHUNK_TOKENS, b * (seq_len if seq_len is not None else c + 1)) * v * VERL_FUSED_FORWARD_BYTES_PER_LOGIT

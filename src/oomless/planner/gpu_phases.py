@@ -71,7 +71,7 @@ class GroupPlanner(RolloutTerms):
         )
         self._work_key = (
             value_key(shape.lengths), value_key(spec.attention), value_key(spec.vision), value_key(spec.logits),
-            value_key(spec.logits_chunk_rows), value_key(spec.transformers_version),
+            value_key(spec.logits_chunk_rows), value_key(spec.transformers_version), value_key(spec.logits_temperature),
         )
 
     def _once(self, key: object, build) -> list[Component]:
@@ -221,7 +221,7 @@ class GroupPlanner(RolloutTerms):
         ]
         if role in (Role.actor, Role.reference):
             logits = L.logprob_logits_bytes(arch, self.spec.logits, mb.num_rows, mb.logit_rows, self.spec.logits_chunk_rows,
-                                            mb.row_len)
+                                            mb.row_len, self.spec.logits_temperature.value)
             comps.append(_c("logits", Category.TEMP, logits))
         return comps
 
@@ -262,6 +262,7 @@ class GroupPlanner(RolloutTerms):
             frozen_head = spec.finetune.method != FinetuneMethod.full
             logits = L.training_logits_bytes(
                 arch, spec.logits, rows, mb.logit_rows, spec.logits_chunk_rows, row_len, frozen_head=frozen_head,
+                temperature=spec.logits_temperature.value,
             )
             saved = sum(c.num_bytes for c in comps if c.category == Category.ACT)
             extra = L.accumulating_gradient_bytes(arch, frozen_head, saved, logits, transient)

@@ -86,6 +86,21 @@ class LogitsMode(str, Enum):
     of one work buffer (trl/kernels/chunked_logprob.py); logits never exist in full."""
 
 
+class TemperatureScaling(str, Enum):
+    """How the trainer applies the sampling temperature to the logits of the `bf16_flash_ce`
+    modes before their log-probs (other modes count their own division)."""
+
+    in_place = "in_place"
+    """Divided in place (verl 0.4-0.8 `logits_rmpad.div_(temperature)`, dp_actor.py; EasyR1): one
+    tensor in the no-grad pass; in training the division's backward makes a second."""
+    copy = "copy"
+    """A scaled copy beside the raw logits (verl >= 0.9 at a temperature other than 1,
+    workers/engine/fsdp/transformer_impl.py `_scale_logits_by_temperature`): two in both passes."""
+    none = "none"
+    """Not scaled (verl >= 0.9 at temperature 1, the same function returns the logits): one in both
+    passes, the cross-entropy's gradient written over them."""
+
+
 class AttentionImpl(str, Enum):
     sdpa = "sdpa"
     flash_attention_2 = "flash_attention_2"

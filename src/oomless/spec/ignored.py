@@ -55,6 +55,8 @@ def ignored_fields(spec: RunSpec) -> list[str]:
         add("distribution", _set(spec.distribution, _ZERO3_FIELDS), "it applies to zero3 only")
     if spec.logits != LogitsMode.chunked and "logits_chunk_rows" in spec.model_fields_set:
         out.append("logits_chunk_rows is ignored: logits is not chunked")
+    if spec.logits not in (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy) and "logits_temperature" in spec.model_fields_set:
+        out.append("logits_temperature is ignored: only the bf16_flash_ce modes count the temperature's copy this way")
     if not spec.ray.enabled:
         add("ray", _set(spec.ray, ("memory_usage_threshold", "object_store_fraction")), "ray.enabled is false")
     return out

@@ -29,6 +29,7 @@ from .enums import (
     Role,
     RolloutEngine,
     Strategy,
+    TemperatureScaling,
 )
 
 MAX_GPU_CAPACITY_GIB = 4096.0
@@ -38,6 +39,7 @@ MAX_HOST_RAM_GIB = float(2**20)
 
 __all__ = [
     "Algorithm", "AttentionImpl", "FinetuneMethod", "LogitsMode", "LoraSync", "Optimizer", "OptimizerImplementation",
+    "TemperatureScaling",
     "Precision", "Role", "RolloutEngine", "Strategy",
 ]
 
@@ -232,6 +234,12 @@ class RunSpec(_Frozen):
     lengths: Lengths = Lengths()
     logits: LogitsMode = Field(
         LogitsMode.full_bf16, description="full_bf16 | full_fp32 | chunked | fused. Default full_bf16 (TRL, ms-swift)."
+    )
+    logits_temperature: TemperatureScaling = Field(
+        TemperatureScaling.in_place,
+        description="in_place | copy | none: how the sampling temperature reaches the logits of the bf16_flash_ce modes "
+        "(verl <= 0.8 and EasyR1 divide in place; verl >= 0.9 makes a scaled copy, none at temperature 1). "
+        "Default in_place.",
     )
     logits_chunk_rows: Annotated[int, Field(ge=1), INT64] = Field(
         2048, description="Rows per chunk for `chunked` (verl's 2048)."

@@ -55,6 +55,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if spec.finetune.method.value == "lora":  # EasyR1 sends its adapters unmerged, layer by layer (the reader)
         C.require(spec, "rollout.lora_sync", ("adapter_layers",), fw)
     C.require(spec, "logits", ("full_bf16", "bf16_flash_ce"), fw)  # padding_free false / true (the reader)
+    if spec.logits.value == "bf16_flash_ce":  # dp_actor.py `logits_rmpad.div_(temperature)`
+        C.require(spec, "logits_temperature", ("in_place",), fw)
     if spec.finetune.method.value == "lora":
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     C.require(spec, "rollout.samples_per_request", (None, spec.batch.num_generations), fw)  # the reader: rollout.n (None: n)

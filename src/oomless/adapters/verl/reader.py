@@ -46,6 +46,7 @@ MAPPED = {
     f"{M}.lora_rank", f"{M}.lora_alpha", f"{M}.target_modules", f"{M}.use_fused_kernels", f"{M}.use_liger",
     f"{M}.override_config.attn_implementation", f"{A}.entropy_from_logits_with_chunking",
     f"{A}.entropy_from_logits_chunk_size", f"{M}.use_remove_padding", f"{A}.entropy_coeff", f"{A}.calculate_entropy",
+    f"{R}.temperature",
     f"{R}.name", f"{R}.layered_summon", f"{R}.mode", f"{R}.gpu_memory_utilization",
     f"{R}.tensor_model_parallel_size", f"{R}.max_num_batched_tokens", f"{R}.max_num_seqs", f"{R}.max_model_len",
     f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.n", f"{R}.engine_kwargs.vllm.limit_mm_per_prompt.image",
@@ -223,6 +224,10 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
         entropy = (C.as_float(f"{A}.entropy_coeff", cfg.get(f"{A}.entropy_coeff"), None) != 0
                    or C.as_bool(f"{A}.calculate_entropy", cfg.get(f"{A}.calculate_entropy")))
         out.set("logits", "bf16_flash_ce_entropy" if entropy else "bf16_flash_ce")
+        # 0.9 workers/engine/fsdp/transformer_impl.py `_scale_logits_by_temperature`: the logits
+        # returned as they are at temperature 1, else divided out of place (memory/logits.py)
+        temperature = C.as_float(f"{R}.temperature", cfg.get(f"{R}.temperature"), 0.0)
+        out.set("logits_temperature", "none" if temperature == 1.0 else "copy")
 
 
 def _implementation(cfg: _Config, role: str, out: N.Collected) -> str | None:

@@ -119,6 +119,10 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     # cross-entropy runs on packed rows only, the padded path keeps full logits
     if spec.logits.value in ("bf16_flash_ce", "bf16_flash_ce_entropy"):
         C.require(spec, "batch.padding_free", (True,), fw)
+        # the reader: none at rollout.temperature 1 (verl's default, never written), copy otherwise
+        if C.require(spec, "logits_temperature", ("none", "copy"), fw) == "copy":
+            C.cannot_express("logits_temperature", "copy is verl at a rollout temperature other than 1; oomless does not "
+                             "choose one: set actor_rollout_ref.rollout.temperature yourself")
     elif spec.logits.value == "full_bf16":
         C.require(spec, "batch.padding_free", (False,), fw)
     # verl CPU-offloads the separate reference of full fine-tuning whatever its config says (the reader)
