@@ -74,3 +74,37 @@ def test_lora_plan_is_close_with_checkpointing_and_conservative_without(checkpoi
         assert abs(point.relative_difference) <= LORA_TOLERANCE
     else:
         assert point.predicted_bytes >= point.traced_bytes
+
+
+@pytest.mark.parametrize("temperature", ["copy", "none"])
+@pytest.mark.parametrize("checkpointing", [True, False])
+def test_verl_temperature_scaling_agrees_with_trace(temperature: str, checkpointing: bool) -> None:
+    """verl 0.9's out-of-place scaling (the raw logits held by the model output beside the scaled
+    ones) and its unscaled logits at temperature 1 (`FLASH_CE_TEMPERATURE_COPIES`), traced."""
+    import dataclasses
+
+    setup = dataclasses.replace(_setup("qwen2", "sdpa", checkpointing, "bf16_flash_ce", (2, 96, 32)),
+                                logits_temperature=temperature)
+    config = PROBE_CONFIGS["qwen2"]
+    point = agreement(config, setup, arch_from_config(config, "qwen2"), chunk_rows=24)
+    assert abs(point.relative_difference) <= TOLERANCE, (
+        f"plan {point.predicted_bytes} ({point.predicted_components}) vs traced {point.traced_bytes} "
+        f"at {point.trace.activation_peak.region}: {point.trace.activation_peak.op}"
+    )
+
+
+def test_verl_no_grad_pass_holds_the_scaled_copy_beside_the_raw_logits() -> None:
+    """The log-prob (no-grad) region: the out-of-place scaling adds one bf16 copy of every position's
+    logits over the unscaled and the in-place ones (`FLASH_CE_TEMPERATURE_COPIES`)."""
+    import dataclasses
+
+    from oomless.trace.step import run_trace
+
+    config, (b, p, c) = PROBE_CONFIGS["qwen2"], (2, 96, 32)
+    base = _setup("qwen2", "sdpa", True, "bf16_flash_ce", (b, p, c))
+    peaks = {how: run_trace(config, dataclasses.replace(base, logits_temperature=how), chunk_rows=24)
+             .region_peaks["logprob"].activation_bytes for how in ("in_place", "copy", "none")}
+    es = b * (p + c) * config["vocab_size"]
+    assert peaks["in_place"] == peaks["none"]
+    # the peaks fall at different ops (the unscaled pass's beside the last hidden states): within 5 %
+    assert abs((peaks["copy"] - peaks["none"]) - 2 * es) <= 0.05 * 2 * es

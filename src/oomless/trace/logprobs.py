@@ -133,12 +133,19 @@ def all_positions_logps(model: torch.nn.Module, input_ids: torch.Tensor, attenti
 
 
 def verl_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               completion_len: int) -> torch.Tensor:
-    """verl's `_forward_micro_batch` without entropy: every position's bf16 logits divided by the
-    temperature in place, flash-attn's cross-entropy with ``inplace_backward`` over the rolled
-    labels, the completion's slice (remove-padding packs the same tokens into one row)."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-    logits.div_(TEMPERATURE)
+               completion_len: int, temperature: str = "in_place") -> torch.Tensor:
+    """verl's `_forward_micro_batch` without entropy: every position's bf16 logits scaled by the
+    temperature, flash-attn's cross-entropy with ``inplace_backward`` over the rolled labels, the
+    completion's slice (remove-padding packs the same tokens into one row). ``temperature``:
+    in_place divides the logits (verl <= 0.8 ``div_``), copy divides out of place while the model
+    output keeps the raw logits until the function returns (verl 0.9 at a temperature other than
+    1), none leaves them (verl 0.9 at 1; `spec.enums.TemperatureScaling`)."""
+    output = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+    logits = output.logits
+    if temperature == "in_place":
+        logits.div_(TEMPERATURE)
+    elif temperature == "copy":
+        logits = logits / TEMPERATURE
     labels = torch.roll(input_ids, shifts=-1, dims=1)
     rows = FlashCrossEntropy.apply(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), True)
     return (-rows).view(*input_ids.shape)[:, :-1][:, -completion_len:]
@@ -176,7 +183,7 @@ def check_traceable(mode: LogitsMode) -> None:
 
 def per_token_logps(
     model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, completion_len: int,
-    mode: LogitsMode, chunk_rows: int, keep: list[torch.Tensor] | None = None,
+    mode: LogitsMode, chunk_rows: int, keep: list[torch.Tensor] | None = None, temperature: str = "in_place",
 ) -> torch.Tensor:
     """The completion's log-probs; ``keep`` receives what the trainer holds through backward."""
     check_traceable(mode)
@@ -185,7 +192,7 @@ def per_token_logps(
     if mode == LogitsMode.bf16_all_positions:
         return orz_logps(model, input_ids, attention_mask, completion_len, keep)
     if mode == LogitsMode.bf16_flash_ce:
-        return verl_logps(model, input_ids, attention_mask, completion_len)
+        return verl_logps(model, input_ids, attention_mask, completion_len, temperature)
     if mode == LogitsMode.chunked_head:
         from .tiled_head import tiled_head_logps
 

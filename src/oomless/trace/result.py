@@ -98,6 +98,8 @@ class TraceSetup:
     """Language-model tokens the images of one sequence become (prompt positions)."""
     vision_trains: bool = False
     vision_checkpointing: bool = False
+    logits_temperature: str = "in_place"
+    """How the bf16_flash_ce modes apply the temperature (`spec.enums.TemperatureScaling`)."""
     optimizer_implementation: str = "for_loop"
     """How torch's AdamW steps (`roles.optimizer_implementation`): foreach, fused or for_loop
     (also DeepSpeed's own optimizer, whose fused step keeps no step-wide temporaries)."""

@@ -157,14 +157,15 @@ def _run_trace(config: dict[str, Any], setup: TraceSetup, chunk_rows: int,
             if join is not None:
                 join.batch = images["logprob"]
             with torch.no_grad():
-                per_token_logps(model, probe["input_ids"], probe["attention_mask"], setup.completion_len, mode, chunk_rows)
+                per_token_logps(model, probe["input_ids"], probe["attention_mask"], setup.completion_len, mode, chunk_rows,
+                                temperature=setup.logits_temperature)
             tracker.set_region("forward")
             if join is not None:
                 join.batch = images["train"]
             hook = forward_end(model, mode).register_forward_hook(forward_done)
             kept: list[torch.Tensor] = []  # held by the trainer until backward ends (OpenRLHF's output)
             logps = per_token_logps(model, train["input_ids"], train["attention_mask"], setup.completion_len, mode, chunk_rows,
-                                    kept)
+                                    kept, temperature=setup.logits_temperature)
             hook.remove()
             loss = grpo_loss(logps, train["ref_logps"], train["advantages"], train["completion_mask"], setup.kl_beta)
             del logps
