@@ -37,7 +37,9 @@ ENUMS: dict[str, list[Any]] = {
     "optimizer": ["adamw", "adamw_8bit", "adafactor", "sgd"],
     "distribution.strategy": ["ddp", "zero1", "zero2", "zero3", "fsdp"],
     "attention": ["sdpa", "flash_attention_2", "eager"],
-    "logits": ["full_bf16", "full_fp32", "chunked", "fused", "chunked_head"],
+    "logits": ["full_bf16", "full_fp32", "chunked", "fused", "chunked_head", "bf16_flash_ce", "bf16_flash_ce_entropy",
+               "fused_token_chunks"],
+    "logits_temperature": ["in_place", "copy", "none"],
 }
 
 
