@@ -178,10 +178,11 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     steps = [None] if offload else [None, "fused", "for_loop"]
     kl = draw(st.sampled_from([0.0, 0.001, 0.04]))
     # full_bf16 is verl without remove-padding, which Ulysses needs; remove-padding packs the rows
-    logits = draw(st.sampled_from(["chunked", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"]
-                                  + (["full_bf16"] if ulysses == 1 else [])))
+    # chunked: entropy_from_logits_with_chunking over padded rows (with remove-padding the log-probs stay flash-attn's)
+    logits = draw(st.sampled_from(["fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"]
+                                  + (["full_bf16", "chunked"] if ulysses == 1 else [])))
     # use_remove_padding: needed by flash-attn's cross-entropy and by Ulysses, free for the chunked and fused heads
-    packed = logits in ("bf16_flash_ce", "bf16_flash_ce_entropy") or ulysses > 1 or (logits != "full_bf16" and draw(st.booleans()))
+    packed = logits in ("bf16_flash_ce", "bf16_flash_ce_entropy") or ulysses > 1 or (logits == "fused_token_chunks" and draw(st.booleans()))
     batch.update(padding_free=packed, length_sorted_micro_batches=draw(st.booleans()))  # balance_batch
     return spec_from(
         {}, model="Qwen/Qwen2.5-7B-Instruct", hardware=hw, algorithm=algorithm, finetune=ft, batch=batch,

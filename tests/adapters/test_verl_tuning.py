@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from oomless.adapters import HardwareFlags, import_native
 from oomless.errors import InputError
 from oomless.spec.load import parse_spec
 from tests.adapters.native_helpers import imported
@@ -230,3 +231,19 @@ def test_remove_padding_packs_rows_and_balance_batch_sorts_them(tmp_path: Path, 
     spec = imported("verl", script(tmp_path, PER_GPU, *overrides), gpu="H100-80GB")
     assert spec.batch.padding_free is packed
     assert spec.batch.length_sorted_micro_batches is length_sorted
+
+
+@pytest.mark.parametrize(("overrides", "mode"), [
+    # verl 0.9.1 workers/engine/fsdp/transformer_impl.py: with remove-padding only the entropy is
+    # chunked; the log-probs stay flash-attn's over every packed token
+    (("actor_rollout_ref.actor.entropy_from_logits_with_chunking=True", "actor_rollout_ref.actor.entropy_coeff=0.001"),
+     "bf16_flash_ce_entropy"),
+    (("actor_rollout_ref.actor.entropy_from_logits_with_chunking=True", "actor_rollout_ref.actor.entropy_coeff=0"),
+     "bf16_flash_ce"),
+    (("actor_rollout_ref.actor.entropy_from_logits_with_chunking=True", "actor_rollout_ref.model.use_remove_padding=False"),
+     "chunked"),
+])
+def test_entropy_chunking_is_read_by_the_rows_it_runs_on(tmp_path: Path, overrides: tuple[str, ...], mode: str) -> None:
+    result = import_native("verl", script(tmp_path, PER_GPU, *overrides), HardwareFlags(gpu="H100-80GB"))
+    assert result.spec["logits"] == mode
+    assert any("chunks the entropy alone" in n for n in result.notes) == (mode != "chunked")

@@ -212,12 +212,17 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
     # by workload and puts the longest in the middle micro-batch (trainer/ppo/ray_trainer.py)
     balance = cfg.get("trainer.balance_batch")  # null is falsy to verl's `if ...balance_batch:`
     out.set("batch.length_sorted_micro_batches", balance is not None and C.as_bool("trainer.balance_batch", balance))
+    chunking = C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking"))
     if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):  # FusedLinearForPPO, 512-token chunks
         out.set("logits", "fused_token_chunks")
-    elif C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking")):
+    elif chunking and not remove_padding:
         out.set("logits", "chunked")
         out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
     elif remove_padding:
+        if chunking:  # 0.9.1 transformer_impl.py: only the entropy is chunked; log-probs stay flash-attn's over every token
+            out.notes.append(f"{A}.entropy_from_logits_with_chunking with use_remove_padding: verl chunks the entropy "
+                             "alone (compiled) and keeps flash-attn's log-probs over every packed token; planned as "
+                             "its unchunked entropy (logits bf16_flash_ce_entropy when the entropy is computed)")
         # dp_actor.py: every real token's bf16 logits, flash-attn's cross-entropy in place unless
         # the entropy is computed (entropy_coeff != 0 or calculate_entropy); without remove-padding
         # the padded path is planned with the default (TRL's) logits moment

@@ -123,7 +123,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         if C.require(spec, "logits_temperature", ("none", "copy"), fw) == "copy":
             C.cannot_express("logits_temperature", "copy is verl at a rollout temperature other than 1; oomless does not "
                              "choose one: set actor_rollout_ref.rollout.temperature yourself")
-    elif spec.logits.value == "full_bf16":
+    elif spec.logits.value in ("full_bf16", "chunked"):  # chunked: entropy_from_logits_with_chunking over padded rows
         C.require(spec, "batch.padding_free", (False,), fw)
     # verl CPU-offloads the separate reference of full fine-tuning whatever its config says (the reader)
     separate_reference = spec.finetune.method.value == "full" and spec.kl_beta > 0
