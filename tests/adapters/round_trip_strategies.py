@@ -178,9 +178,9 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
     steps = [None] if offload else [None, "fused", "for_loop"]
     kl = draw(st.sampled_from([0.0, 0.001, 0.04]))
     # full_bf16 is verl without remove-padding, which Ulysses needs; remove-padding packs the rows
-    # chunked: entropy_from_logits_with_chunking over padded rows (with remove-padding the log-probs stay flash-attn's)
+    # no chunked: verl 0.9.1 chunks the entropy alone (entropy_from_logits_with_chunking), never the log-probs
     logits = draw(st.sampled_from(["fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"]
-                                  + (["full_bf16", "chunked"] if ulysses == 1 else [])))
+                                  + (["full_bf16"] if ulysses == 1 else [])))
     # use_remove_padding: needed by flash-attn's cross-entropy and by Ulysses, free for the chunked and fused heads
     packed = logits in ("bf16_flash_ce", "bf16_flash_ce_entropy") or ulysses > 1 or (logits == "fused_token_chunks" and draw(st.booleans()))
     batch.update(padding_free=packed, length_sorted_micro_batches=draw(st.booleans()))  # balance_batch
@@ -189,7 +189,7 @@ def verl_specs(draw: st.DrawFn) -> RunSpec:
         optimizer_implementation=draw(st.sampled_from(steps)),
         precision=draw(st.sampled_from(["bf16_mixed", "bf16"])), attention=draw(st.sampled_from(["flash_attention_2", "sdpa"])),
         gradient_checkpointing=draw(st.booleans()), lengths=lens, kl_beta=kl, logits=logits,
-        # verl 0.9 at its default rollout temperature 1 leaves the logits unscaled (the reader)
+        # verl 0.9.1 at its default rollout temperature 1 leaves the logits unscaled (the reader)
         logits_temperature="none" if logits.startswith("bf16_flash_ce") else "in_place",
         distribution={"strategy": "fsdp", "offload_params": offload, "offload_optimizer": offload,
                       "sequence_parallel_size": ulysses,

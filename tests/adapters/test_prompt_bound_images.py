@@ -23,7 +23,7 @@ def test_images_on_top_of_the_text_bound_read_back_as_the_same_prompt(tmp_path: 
     if framework == "verl":  # verl's async rollout: vLLM in its own processes, sleep level 2 (its writer's rules)
         data["rollout"].update(sleep_level=2, engine_in_trainer_process=False)
         data["distribution"]["offload_reference_params"] = data["kl_beta"] > 0  # verl keeps its reference on the CPU
-        data["logits_temperature"] = "none"  # verl 0.9 at its default temperature 1 leaves the logits unscaled
+        data["logits_temperature"] = "none"  # verl 0.9.1 at its default temperature 1 leaves the logits unscaled
     spec = type(seed_spec("s2-before.yaml")).model_validate(data)
     back = next(s for s in round_trip(framework, spec, tmp_path, **HW))
     plans = []

@@ -66,3 +66,12 @@ def test_the_field_is_ignored_outside_the_flash_ce_modes() -> None:
     spec = RunSpec.model_validate({"model": "Qwen/Qwen2.5-7B-Instruct", "hardware": {"gpu": "H100-80GB"},
                                    "logits": "full_bf16", "logits_temperature": "copy"})
     assert any(m.startswith("logits_temperature is ignored") for m in ignored_fields(spec))
+
+
+def test_verl_0_9_0_scales_out_of_place_even_at_temperature_1(tmp_path: Path) -> None:
+    """0.9.0's transformer_impl.py divides unconditionally; the skip at 1 came in 0.9.1."""
+    path = script(tmp_path, PER_GPU)
+    path.write_text("# verl==0.9.0\n" + path.read_text())
+    assert imported("verl", path, gpu="H100-80GB").logits_temperature.value == "copy"
+    path.write_text(path.read_text().replace("# verl==0.9.0", "# verl==0.9.1"))
+    assert imported("verl", path, gpu="H100-80GB").logits_temperature.value == "none"

@@ -247,6 +247,9 @@ def _training_logits_terms(ctx: Ctx) -> tuple[Input, ...]:
         fn_input("work_buffer", L.head_work_buffer_bytes(b * c), L.head_work_buffer_bytes),
         Input("weight_grads", weight_grads.value, "the head's fp32 and bf16 weight gradients (0 when frozen)", formula=weight_grads),
         fn_input("grad_weight", L.fused_grad_weight_bytes(arch), L.fused_grad_weight_bytes),
+        Input("head_weight_grad", 0 if frozen else L.B * arch.vocab_size * arch.hidden_size,
+              "verl's fused head: its bf16 weight gradient B·V·h in full (0 when the head is frozen; "
+              "memory/logits.py verl_fused_training_bytes)"),
     )
 
 

@@ -78,7 +78,7 @@ SETTINGS = (
     Setting("batch.micro_batch_size", lambda s: s.batch.micro_batch_size, _less),
     Setting("batch.logprob_micro_batch_size", lambda s: s.batch.logprob_micro_batch_size, _less),
     Setting("batch.max_tokens_per_gpu", lambda s: s.batch.max_tokens_per_gpu, _less),
-    Setting("batch.logprob_max_tokens_per_gpu", lambda s: s.batch.logprob_token_budget, _less),
+    Setting("batch.logprob_max_tokens_per_gpu", lambda s: s.batch.logprob_max_tokens_per_gpu, _less),
     Setting("logits", lambda s: LOGITS_FOOTPRINT[s.logits], _more),
 )
 

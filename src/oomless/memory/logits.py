@@ -197,12 +197,12 @@ FLASH_CE_TEMPERATURE_COPIES = {"in_place": (2, 1), "copy": (2, 2), "none": (1, 1
 temperature is applied (`spec.enums.TemperatureScaling`). in_place: verl 0.4.1-0.8 and EasyR1
 ``logits_rmpad.div_(temperature)`` (dp_actor.py): one tensor without grad; in training the
 division's backward makes a new gradient beside the one the cross-entropy wrote over the logits
-(traced: `oomless trace`, tests/trace/test_agreement.py). copy: verl 0.9 at a temperature other
+(traced: `oomless trace`, tests/trace/test_agreement.py). copy: verl 0.9.0 always, 0.9.1 at a temperature other
 than 1 (workers/engine/fsdp/transformer_impl.py `_scale_logits_by_temperature`, out of place): the
 raw logits (still held by the model output) and the scaled ones in the forward, the scaled
 storage holding the cross-entropy's gradient and the division's new gradient in backward. none:
-verl 0.9 at temperature 1 (the same function returns its input): the logits alone, the gradient
-written over them (flash-attn ``inplace_backward``). Read from the verl 0.9.1 wheel; all three traced
+verl 0.9.1 at temperature 1 (the same function returns its input): the logits alone, the gradient
+written over them (flash-attn ``inplace_backward``). Read from the verl 0.9.0 and 0.9.1 wheels; all three traced
 (trace/logprobs.py `verl_logps`; tests/trace/test_agreement.py: training within 2 %, the no-grad
 copy within 5 % of one bf16 copy)."""
 
@@ -287,7 +287,7 @@ def logprob_logits_bytes(arch: ModelArch, mode: LogitsMode, num_sequences: int, 
     their fp32 copy (fp32_all_positions, OpenRLHF), their bf16 log-softmax (bf16_all_positions,
     ORZ), or alone (verl 0.4-0.8 and EasyR1 divide by the temperature in place, flash-attn's
     cross-entropy keeps per-row sums, the old-log-prob entropy is compiled and fused), twice where
-    the temperature makes a scaled copy (verl 0.9 at a temperature other than 1:
+    the temperature makes a scaled copy (verl 0.9.0, or 0.9.1 at a temperature other than 1:
     `FLASH_CE_TEMPERATURE_COPIES`)."""
     b, c, v = num_sequences, completion_len, arch.vocab_size
     if mode in (LogitsMode.fp32_all_positions, LogitsMode.bf16_all_positions, LogitsMode.bf16_flash_ce,

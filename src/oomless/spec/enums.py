@@ -55,8 +55,8 @@ class LogitsMode(str, Enum):
     """[tokens, vocab] logits upcast to fp32 for one log-softmax (transformers < 4.45 `logits.float()`,
     hand-written GRPO/PPO losses)."""
     chunked = "chunked"
-    """bf16 logits materialised once, fp32 log-softmax over row chunks (verl
-    entropy_from_logits_with_chunking)."""
+    """bf16 logits materialised once, fp32 log-softmax over row chunks (hand-written GRPO losses;
+    verl 0.9.1's entropy_from_logits_with_chunking chunks its entropy alone, read as bf16_flash_ce_entropy)."""
     fused = "fused"
     """Liger's fused linear GRPO loss (TRL `use_liger_kernel`): logits exist one sequence at a time."""
     fp32_all_positions = "fp32_all_positions"
@@ -94,10 +94,10 @@ class TemperatureScaling(str, Enum):
     """Divided in place (verl 0.4-0.8 `logits_rmpad.div_(temperature)`, dp_actor.py; EasyR1): one
     tensor in the no-grad pass; in training the division's backward makes a second."""
     copy = "copy"
-    """A scaled copy beside the raw logits (verl >= 0.9 at a temperature other than 1,
+    """A scaled copy beside the raw logits (verl 0.9.0 always, 0.9.1 at a temperature other than 1,
     workers/engine/fsdp/transformer_impl.py `_scale_logits_by_temperature`): two in both passes."""
     none = "none"
-    """Not scaled (verl >= 0.9 at temperature 1, the same function returns the logits): one in both
+    """Not scaled (verl 0.9.1 at temperature 1, the same function returns the logits): one in both
     passes, the cross-entropy's gradient written over them."""
 
 

@@ -238,11 +238,11 @@ class RunSpec(_Frozen):
     logits_temperature: TemperatureScaling = Field(
         TemperatureScaling.in_place,
         description="in_place | copy | none: how the sampling temperature reaches the logits of the bf16_flash_ce modes "
-        "(verl <= 0.8 and EasyR1 divide in place; verl >= 0.9 makes a scaled copy, none at temperature 1). "
+        "(verl <= 0.8 and EasyR1 divide in place; verl 0.9.0 makes a scaled copy, 0.9.1 too except at temperature 1: none). "
         "Default in_place.",
     )
     logits_chunk_rows: Annotated[int, Field(ge=1), INT64] = Field(
-        2048, description="Rows per chunk for `chunked` (verl's 2048)."
+        2048, description="Rows per chunk for `chunked`. Default 2048."
     )
     liger_kernels: bool = Field(
         False,

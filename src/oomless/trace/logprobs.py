@@ -138,8 +138,8 @@ def verl_logps(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: 
     temperature, flash-attn's cross-entropy with ``inplace_backward`` over the rolled labels, the
     completion's slice (remove-padding packs the same tokens into one row). ``temperature``:
     in_place divides the logits (verl <= 0.8 ``div_``), copy divides out of place while the model
-    output keeps the raw logits until the function returns (verl 0.9 at a temperature other than
-    1), none leaves them (verl 0.9 at 1; `spec.enums.TemperatureScaling`)."""
+    output keeps the raw logits until the function returns (verl 0.9.0 always, 0.9.1 at a
+    temperature other than 1), none leaves them (verl 0.9.1 at 1; `spec.enums.TemperatureScaling`)."""
     output = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
     logits = output.logits
     if temperature == "in_place":

@@ -56,6 +56,8 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     release = C.check_version(text, "easyr1", LOWEST, HIGHEST, str(path))
     out = N.Collected()
     composed, config = _compose(path, text, out)
+    if release is None and config is not None:  # the script's own comment wins over its config file's
+        release = C.check_version(config[0], "easyr1", LOWEST, HIGHEST, config[1])
     vllm, train_prompts, transformers = _directives(([config] if config else []) + [(text, str(path))])
     out.notes.extend(composed.notes)
     _dynamic_batching_release(composed, release)

@@ -70,13 +70,22 @@ UNPLANNED = {"critic.model.use_liger": "the spec's liger_kernels is the actor's:
 """Keys that change the planned memory in a way the spec cannot say: named, never silently dropped."""
 
 
+UNSCALED_AT_ONE_FROM = (0, 9, 1)
+"""verl 0.9.1 `_scale_logits_by_temperature` returns the logits unscaled at a scalar temperature 1;
+0.9.0 divides out of place always (workers/engine/fsdp/transformer_impl.py of the two wheels).
+Files without a `# verl==X` comment are read as 0.9.1."""
+
+
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     text = C.read_text(path)
-    C.check_version(text, "verl", LOWEST, HIGHEST, str(path))
+    release = C.check_version(text, "verl", LOWEST, HIGHEST, str(path))
     out = N.Collected()
     composed = _compose(path, text, out)
     out.notes.extend(composed.notes)
     _to_spec(_Config(composed.values), hardware, out)
+    if release is not None and tuple(release) + (0,) * (3 - len(release)) < UNSCALED_AT_ONE_FROM \
+            and out.spec.get("logits_temperature") == "none":
+        out.set("logits_temperature", "copy")  # 0.9.0 divides out of place whatever the temperature
     _stated_vllm(C.read_directives(text, str(path)), out)
     _report_unused(composed.user, out)
     values = composed.values
@@ -215,14 +224,17 @@ def _finetune(cfg: _Config, out: N.Collected) -> None:
     chunking = C.as_bool(f"{A}.entropy_from_logits_with_chunking", cfg.get(f"{A}.entropy_from_logits_with_chunking"))
     if C.as_bool(f"{M}.use_fused_kernels", cfg.get(f"{M}.use_fused_kernels")):  # FusedLinearForPPO, 512-token chunks
         out.set("logits", "fused_token_chunks")
-    elif chunking and not remove_padding:
-        out.set("logits", "chunked")
-        out.set("logits_chunk_rows", C.as_int(f"{A}.entropy_from_logits_chunk_size", cfg.get(f"{A}.entropy_from_logits_chunk_size"), 1))
+    elif chunking and not remove_padding:  # 0.9.1's padded branch computes the entropy unchunked
+        out.notes.append(f"{A}.entropy_from_logits_with_chunking has no effect without use_remove_padding (verl 0.9.1 "
+                         "workers/engine/fsdp/transformer_impl.py: the padded branch calls entropy_from_logits)")
     elif remove_padding:
         if chunking:  # 0.9.1 transformer_impl.py: only the entropy is chunked; log-probs stay flash-attn's over every token
+            compiled = C.as_bool(f"{A}.use_torch_compile", cfg.get(f"{A}.use_torch_compile"))
             out.notes.append(f"{A}.entropy_from_logits_with_chunking with use_remove_padding: verl chunks the entropy "
-                             "alone (compiled) and keeps flash-attn's log-probs over every packed token; planned as "
-                             "its unchunked entropy (logits bf16_flash_ce_entropy when the entropy is computed)")
+                             "alone and keeps flash-attn's log-probs over every packed token; planned as its unchunked "
+                             "compiled entropy (logits bf16_flash_ce_entropy when the entropy is computed)"
+                             + ("" if compiled else "; with use_torch_compile false each chunk's fp32 copy and softmax "
+                                "are kept for backward (about 8 more bytes a logit), which is not planned"))
         # dp_actor.py: every real token's bf16 logits, flash-attn's cross-entropy in place unless
         # the entropy is computed (entropy_coeff != 0 or calculate_entropy); without remove-padding
         # the padded path is planned with the default (TRL's) logits moment

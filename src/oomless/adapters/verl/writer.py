@@ -111,7 +111,8 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if dist.offload_params != dist.offload_optimizer:
         C.cannot_express("distribution.offload_params", "verl offloads parameters and optimizer together (FSDP2 offload_policy)")
     C.require(spec, "rollout.sleep_level", (0, 1 if lora else 2), fw)
-    C.require(spec, "logits", ("full_bf16", "chunked", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
+    # chunked: verl 0.9.1 has no chunked log-softmax (entropy_from_logits_with_chunking chunks the entropy alone)
+    C.require(spec, "logits", ("full_bf16", "fused_token_chunks", "bf16_flash_ce", "bf16_flash_ce_entropy"), fw)
     if not spec.batch.padding_free and spec.distribution.sequence_parallel_size > 1:
         C.cannot_express("batch.padding_free", "false is verl without use_remove_padding, which its Ulysses sequence "
                          "parallelism requires (workers/config/actor.py)")
@@ -123,7 +124,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         if C.require(spec, "logits_temperature", ("none", "copy"), fw) == "copy":
             C.cannot_express("logits_temperature", "copy is verl at a rollout temperature other than 1; oomless does not "
                              "choose one: set actor_rollout_ref.rollout.temperature yourself")
-    elif spec.logits.value in ("full_bf16", "chunked"):  # chunked: entropy_from_logits_with_chunking over padded rows
+    elif spec.logits.value == "full_bf16":
         C.require(spec, "batch.padding_free", (False,), fw)
     # verl CPU-offloads the separate reference of full fine-tuning whatever its config says (the reader)
     separate_reference = spec.finetune.method.value == "full" and spec.kl_beta > 0
@@ -173,7 +174,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
         "strategy": "fsdp2" if dist.offload_params else "fsdp", "ppo_mini_batch_size": rnd.update_prompts,
         "ppo_micro_batch_size_per_gpu": micro, "use_dynamic_bsz": spec.batch.max_tokens_per_gpu is not None,
         "use_kl_loss": spec.kl_beta > 0, "kl_loss_coef": spec.kl_beta,
-        "entropy_from_logits_with_chunking": spec.logits.value == "chunked",
+        "entropy_from_logits_with_chunking": False,
         # the reader's bf16_flash_ce(_entropy): remove-padding, the entropy computed or not
         "calculate_entropy": spec.logits.value == "bf16_flash_ce_entropy",
         "entropy_from_logits_chunk_size": spec.logits_chunk_rows,
