@@ -98,6 +98,24 @@ def test_token_budgets_are_tried_only_where_the_run_has_one_and_never_below_a_se
     assert budgets[0] == 16384 and budgets == [16384, 8192, 4096, 3000]
     splits = batch_splits(budgeted, 4, 4)
     work = work_factor(budgeted, splits, 3000)
-    products = {o.overrides["batch.micro_batch_size"] * o.overrides["batch.gradient_accumulation_steps"] for o in work.options}
+    with_budget = [o for o in work.options if o.overrides["batch.max_tokens_per_gpu"] is not None]
+    products = {o.overrides["batch.micro_batch_size"] * o.overrides["batch.gradient_accumulation_steps"] for o in with_budget}
     assert products == {budgeted.batch.micro_batch_size * budgeted.batch.gradient_accumulation_steps}
-    assert {o.overrides["batch.max_tokens_per_gpu"] for o in work.options} == set(budgets)
+    # every budget, and the framework's fixed micro-batches (no budget) over every split
+    assert {o.overrides["batch.max_tokens_per_gpu"] for o in work.options} == set(budgets) | {None}
+    fixed = [o for o in work.options if o.overrides["batch.max_tokens_per_gpu"] is None]
+    assert {o.overrides["batch.micro_batch_size"] for o in fixed} == {x["batch.micro_batch_size"] for x in splits}
+    assert all(o.overrides["batch.logprob_max_tokens_per_gpu"] is None for o in fixed)
+
+
+def test_length_cuts_keep_budgets_of_whole_padded_rows() -> None:
+    from oomless.fit.space import math_levels
+
+    budgeted = _spec(**{"lengths.max_prompt_tokens": 1000, "lengths.max_completion_tokens": 3000,
+                        "batch.max_tokens_per_gpu": 8000, "batch.logprob_max_tokens_per_gpu": 10000})
+    cuts = [s.overrides for level in math_levels(budgeted, load_model(budgeted.model), frozenset({"lengths"})) for s in level
+            if "lengths.max_completion_tokens" in s.overrides]
+    first = cuts[0]
+    new = 1000 + first["lengths.max_completion_tokens"]
+    assert first["batch.max_tokens_per_gpu"] == 2 * new  # two rows of 4,000 → two rows of the new length
+    assert "batch.logprob_max_tokens_per_gpu" not in first  # 10,000 is not whole rows: kept as written

@@ -153,10 +153,15 @@ def logits_kernels(spec: RunSpec) -> list[Overrides]:
 def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Factor:
     """Batch split (or token budget) × recomputation × logits kernel (`logits_kernels`). Under
     a token budget micro_batch_size × accumulation only counts the sequences per step
-    (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all."""
+    (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all; a run with a budget is also
+    offered every split without one (the frameworks with budgets all have fixed micro-batches)."""
     budgets = token_budgets(spec, seq_tokens)
+    fixed: list[Overrides] = []
     if budgets != [None]:
         b = spec.batch
+        # the framework's fixed micro-batches instead (verl use_dynamic_bsz / EasyR1 dynamic_batching
+        # false): a budget's part can hold one sequence more than it, or every padded row of a step
+        fixed = [{**x, "batch.max_tokens_per_gpu": None, "batch.logprob_max_tokens_per_gpu": None} for x in splits]
         same = [x for x in splits if x["batch.micro_batch_size"] == b.micro_batch_size
                 and x["batch.gradient_accumulation_steps"] == b.gradient_accumulation_steps]
         product = b.micro_batch_size * b.gradient_accumulation_steps
@@ -170,6 +175,10 @@ def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Fact
     variants = [{**split, "gradient_checkpointing": gc, **kernels, **logprob}
                 for split in splits for gc in (True, False) for kernels in logits_kernels(spec)
                 for logprob in logprob_splits(spec, seq_tokens)]
+    unbudgeted = spec.model_copy(update={"batch": spec.batch.model_copy(update={"logprob_max_tokens_per_gpu": None})})
+    variants += [{**split, "gradient_checkpointing": gc, **kernels, **logprob}
+                 for split in fixed for gc in (True, False) for kernels in logits_kernels(spec)
+                 for logprob in logprob_splits(unbudgeted)]
     return Factor("work", "train", _options(spec, variants))
 
 
@@ -265,8 +274,9 @@ def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSett
         steps = [[MathSetting(f"lora_rank {_cut(r, s)}", {"finetune.lora_rank": _cut(r, s)})] for s in MATH_STEPS if _cut(r, s) < r]
     elif knob == "lengths":
         p, c = spec.lengths.max_prompt_tokens, spec.lengths.max_completion_tokens
-        steps = [[MathSetting(f"max_completion_tokens {_cut(c, s)}", {"lengths.max_completion_tokens": _cut(c, s)}),
-                  MathSetting(f"max_prompt_tokens {_cut(p, s)}", {"lengths.max_prompt_tokens": _cut(p, s)})] for s in MATH_STEPS]
+        steps = [[MathSetting(f"max_completion_tokens {_cut(c, s)}", _with_budgets(spec, p, _cut(c, s), "lengths.max_completion_tokens")),
+                  MathSetting(f"max_prompt_tokens {_cut(p, s)}", _with_budgets(spec, _cut(p, s), c, "lengths.max_prompt_tokens"))]
+                 for s in MATH_STEPS]
     elif knob == "num_generations" and spec.batch.num_generations > 2:
         g = spec.batch.num_generations
         cuts = sorted({_cut(g, s, 2) for s in MATH_STEPS if _cut(g, s, 2) < g}, reverse=True)
@@ -279,6 +289,19 @@ def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSett
     elif knob == "beta" and spec.kl_beta > 0:
         steps = [[MathSetting("kl_beta 0 (no reference model)", {"kl_beta": 0.0})]]
     return steps
+
+
+def _with_budgets(spec: RunSpec, prompt: int, completion: int, field: str) -> Overrides:
+    """A length cut, with each token budget that is a whole number of padded rows (EasyR1 derives
+    its budgets as micro-batch size × (max_prompt_length + max_response_length); verl scripts often
+    write `n × (prompt + response)`) kept at that many rows of the new length."""
+    out: Overrides = {field: prompt if field.endswith("prompt_tokens") else completion}
+    old, new = spec.lengths.max_prompt_tokens + spec.lengths.max_completion_tokens, prompt + completion
+    for name in ("max_tokens_per_gpu", "logprob_max_tokens_per_gpu"):
+        budget = getattr(spec.batch, name)
+        if budget is not None and budget % old == 0:
+            out[f"batch.{name}"] = budget // old * new
+    return out
 
 
 def _method_steps(spec: RunSpec) -> list[list[MathSetting]]:
