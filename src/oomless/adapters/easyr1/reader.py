@@ -48,7 +48,8 @@ adamw_bf16. Stated where it changes the plan (`optim_impl.planned`)."""
 
 DYNAMIC_BATCHING_SINCE = (0, 3, 2)
 """EasyR1 PR #417 (2025-07-14, first released in v0.3.2): `worker.actor.dynamic_batching`, default
-true; earlier releases cut fixed micro-batches and have no such key."""
+true; earlier releases cut fixed micro-batches and have no such key. A declared pre-release
+(`0.3.2.dev0`) counts as 0.3.2, though dev builds before the PR lack the key: declare 0.3.1 for them."""
 
 
 def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
@@ -230,7 +231,10 @@ def _dynamic_batching(v: dict[str, Any], padded: int, out: N.Collected) -> None:
     max_response_length (prompts are padded to the one, responses to the other). Source: EasyR1
     verl/workers/actor/dp_actor.py `compute_log_prob` and `update_policy`, verl/utils/
     seqlen_balancing.py `rearrange_micro_batches` (`get_seqlen_balanced_partitions`, equal_size
-    False: a part is not capped at the budget, planned as budget + one sequence, planner/batches.py)."""
+    False: a part is not capped at the budget, planned as budget + one sequence, planner/batches.py).
+    Unlike verl, EasyR1 does not multiply the budget by the Ulysses degree; the reader plans no
+    sequence parallelism (`ulysses_size` is reported, not planned), so the planner's budget × sp
+    is the budget itself here. Mapping Ulysses later needs the budget divided by sp."""
     update = C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1)
     experience = C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience",
                           v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1)

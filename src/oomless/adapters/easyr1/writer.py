@@ -37,6 +37,7 @@ def render_files(spec: Any) -> dict[str, str]:
         "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
         "Batch sizes: the spec's round (steps_per_generation) and optimizer step (gradient accumulation) in prompts.",
         "Fill in data.train_files / data.val_files and worker.reward before training.",
+        "worker.actor.dynamic_batching is a key of EasyR1 >= 0.3.2; remove it for 0.3.0 and 0.3.1 (false there).",
         *([f"oomless: vllm=={spec.rollout.vllm_version}"] if spec.rollout.vllm_version else []),
     ])
     return {MAIN_FILE: head + N.dump_yaml(_spec_to_config(spec))}
