@@ -29,16 +29,18 @@ def test_defaults_and_reported_keys(tmp_path: Path) -> None:
     # EasyR1 dataclass defaults: micro 4 / 16, TP 2 at 0.6, prompt/response 512, sleep level 1.
     # The round (adapters/schedule.py): Ulysses 2 leaves 4 data-parallel ranks; 512 prompts a round
     # and 256 an optimizer step, n 1, micro 4: 512 / 4 / 4 = 32 micro-batches a round, 256 / 4 / 4 = 16 a step.
-    # dynamic_batching (default true from 0.3.2): budgets of 4 and 16 rows of 512 + 512 tokens.
+    # dynamic_batching (default true from 0.3.2): budgets of 4 and 16 rows of 512 + 512 tokens for
+    # the Ulysses group of 2 (padding-free rows are split over it): 2,048 and 8,192 a GPU.
     assert spec["batch"] == {"micro_batch_size": 4, "logprob_micro_batch_size": 16, "num_generations": 1, "padding_free": True,
-                             "max_tokens_per_gpu": 4096, "logprob_max_tokens_per_gpu": 16384,
+                             "max_tokens_per_gpu": 2048, "logprob_max_tokens_per_gpu": 8192,
                              "gradient_accumulation_steps": 16, "steps_per_generation": 32}
+    assert spec["distribution"]["sequence_parallel_size"] == 2
     assert spec["rollout"]["tensor_parallel_size"] == 2 and spec["rollout"]["sleep_level"] == 1
     assert spec["rollout"]["limit_images_per_prompt"] == 2 and spec["kl_beta"] == 0.0
     joined = "\n".join(result.ignored)
-    for key in ("foo=1: not understood", "worker.actor.ulysses_size=2: sequence parallelism",
-                "worker.actor.optim.strategy=adamw_bf16", "worker.ref.fsdp.enable_cpu_offload=true"):
+    for key in ("foo=1: not understood", "worker.actor.optim.strategy=adamw_bf16", "worker.ref.fsdp.enable_cpu_offload=true"):
         assert key in joined
+    assert "ulysses_size" not in joined  # planned: distribution.sequence_parallel_size
 
 
 def test_launch_script_with_config_and_overrides(tmp_path: Path) -> None:
@@ -295,3 +297,21 @@ def test_fit_offers_fixed_micro_batches_and_length_cuts_under_budgets(tmp_path: 
     if back.batch.max_tokens_per_gpu is not None:  # still budgeted: micro-batch size × the written padded length
         padded = back.lengths.max_prompt_tokens + back.lengths.max_completion_tokens
         assert back.batch.max_tokens_per_gpu == back.batch.micro_batch_size * padded
+
+
+
+@pytest.mark.parametrize("padding_free", [True, False])
+def test_ulysses_splits_padding_free_rows_only(tmp_path: Path, padding_free: bool) -> None:
+    """dp_actor.py: ulysses_pad_and_slice_inputs on the packed row; the padded path runs whole
+    rows on every GPU of the group (its share of data is the group's: fsdp_workers.py
+    global_batch_size // (world // ulysses_size))."""
+    path = tmp_path / "c.yaml"
+    path.write_text("data: {max_prompt_length: 2048, max_response_length: 6144}\n" + BUDGETED
+                    + f"    ulysses_size: 4\n    padding_free: {str(padding_free).lower()}\n")
+    result = import_native("easyr1", path, HardwareFlags(gpu="A100-80GB"))
+    spec = imported("easyr1", path, gpu="A100-80GB")
+    assert spec.distribution.sequence_parallel_size == (4 if padding_free else 1)
+    # the group's budget 2 × 8,192, a quarter a GPU when the rows are split
+    assert spec.batch.max_tokens_per_gpu == (2 * 8192 // 4 if padding_free else 2 * 8192)
+    assert any("ulysses_size=4" in line for line in result.ignored) == (not padding_free)
+    assert round_trip("easyr1", spec, tmp_path / "out", gpu="A100-80GB") == [spec]

@@ -52,6 +52,7 @@ SPEC_SOURCES: dict[str, str] = {
     "batch.micro_batch_size": "worker.actor.micro_batch_size_per_device_for_update",
     "batch.logprob_micro_batch_size": "worker.actor.micro_batch_size_per_device_for_experience",
     "batch.padding_free": "worker.actor.padding_free", "logits": "worker.actor.padding_free",
+    "distribution.sequence_parallel_size": "worker.actor.ulysses_size|worker.actor.ulysses_sequence_parallel_size (with padding_free)",
     "batch.max_tokens_per_gpu": "worker.actor.dynamic_batching (× micro_batch_size_per_device_for_update × padded length)",
     "batch.logprob_max_tokens_per_gpu": "worker.actor.dynamic_batching (× micro_batch_size_per_device_for_experience × padded length)",
     "batch.num_generations": "worker.rollout.n", "lengths.max_prompt_tokens": "data.max_prompt_length",

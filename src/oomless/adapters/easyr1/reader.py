@@ -170,6 +170,11 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_pr
         out.notes.append("fsdp.enable_full_shard false (FSDP SHARD_GRAD_OP) is planned as ZeRO-2")
     if cpu_offload:
         dist.update(offload_params=True, offload_optimizer=True)
+    sp = _ulysses(v)
+    if sp > 1 and C.as_bool(f"{ACT}.padding_free", v[f"{ACT}.padding_free"]):
+        # dp_actor.py `_forward_micro_batch`: ulysses_pad_and_slice_inputs splits each packed row
+        # over the group (padding-free rows only; the padded path runs whole rows on every rank)
+        dist["sequence_parallel_size"] = sp
     out.set("distribution", dist)
     out.set("precision", "bf16" if str(v[f"{ACT}.fsdp.torch_dtype"]) in ("bf16", "bfloat16") else "bf16_mixed")
     if v[f"{ACT}.optim.strategy"] not in ("adamw", "adamw_bf16"):
@@ -190,6 +195,11 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_pr
     _rollout(v, out)
     _algorithm(v, out)
     out.set("ray.enabled", True)
+
+
+def _ulysses(v: dict[str, Any]) -> int:
+    """The Ulysses degree (`ulysses_size`, early 2025 `ulysses_sequence_parallel_size`)."""
+    return max(C.as_int(f"{ACT}.{k}", v[f"{ACT}.{k}"], 1) for k in ("ulysses_size", "ulysses_sequence_parallel_size"))
 
 
 def _finetune(v: dict[str, Any], out: N.Collected) -> None:
@@ -218,13 +228,14 @@ def _batch_and_lengths(v: dict[str, Any], out: N.Collected) -> None:
     response = C.as_int("data.max_response_length", v["data.max_response_length"], 1)
     out.set("lengths", {"max_prompt_tokens": prompt, "max_completion_tokens": response, "max_prompt_counts_images": True})
     if C.as_bool(f"{ACT}.dynamic_batching", v[f"{ACT}.dynamic_batching"]):
-        _dynamic_batching(v, prompt + response, out)
+        packed = C.as_bool(f"{ACT}.padding_free", v[f"{ACT}.padding_free"])
+        _dynamic_batching(v, prompt + response, _ulysses(v) if packed else 1, out)
     out.set("vision", {"max_pixels": C.as_int("data.max_pixels", v["data.max_pixels"], 1),
                        "min_pixels": C.as_int("data.min_pixels", v["data.min_pixels"], 1),
                        "freeze_tower": C.as_bool(f"{ACT}.model.freeze_vision_tower", v[f"{ACT}.model.freeze_vision_tower"])})
 
 
-def _dynamic_batching(v: dict[str, Any], padded: int, out: N.Collected) -> None:
+def _dynamic_batching(v: dict[str, Any], padded: int, sp: int, out: N.Collected) -> None:
     """`dynamic_batching` (default true from 0.3.2): each mini-batch (update) and each round's share
     (experience) is cut into ceil(real tokens / budget) parts balanced on tokens by Karmarkar-Karp,
     the budget being the micro-batch size × the padded row length, max_prompt_length +
@@ -232,14 +243,14 @@ def _dynamic_batching(v: dict[str, Any], padded: int, out: N.Collected) -> None:
     verl/workers/actor/dp_actor.py `compute_log_prob` and `update_policy`, verl/utils/
     seqlen_balancing.py `rearrange_micro_batches` (`get_seqlen_balanced_partitions`, equal_size
     False: a part is not capped at the budget, planned as budget + one sequence, planner/batches.py).
-    Unlike verl, EasyR1 does not multiply the budget by the Ulysses degree; the reader plans no
-    sequence parallelism (`ulysses_size` is reported, not planned), so the planner's budget × sp
-    is the budget itself here. Mapping Ulysses later needs the budget divided by sp."""
+    Unlike verl, EasyR1 does not multiply the budget by the Ulysses degree ``sp``: the budget is the
+    sequence-parallel group's, and the spec's (per GPU, × sp for the group: planner/batches.py) is
+    it divided by sp, rounded up."""
     update = C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1)
     experience = C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience",
                           v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1)
-    out.set("batch.max_tokens_per_gpu", update * padded)
-    out.set("batch.logprob_max_tokens_per_gpu", experience * padded)
+    out.set("batch.max_tokens_per_gpu", -(-update * padded // sp))
+    out.set("batch.logprob_max_tokens_per_gpu", -(-experience * padded // sp))
     out.notes.append(f"worker.actor.dynamic_batching: micro-batches of up to {update} × {padded} = {update * padded:,} tokens "
                      f"(update) and {experience} × {padded} = {experience * padded:,} (log-probs), balanced on real tokens; "
                      "one part can exceed its budget by less than one sequence")
@@ -340,5 +351,7 @@ def _report_special(key: str, value: Any, user: dict[str, Any], out: N.Collected
     """Mapped keys whose value the spec cannot carry."""
     if key == f"{ACT}.optim.strategy" and value == "adamw_bf16" and user.get(f"{ACT}.fsdp.torch_dtype") not in ("bf16", "bfloat16"):
         out.ignore(key, value, "bf16 optimizer states over fp32 parameters are planned as adamw")
-    elif key in (f"{ACT}.ulysses_size", f"{ACT}.ulysses_sequence_parallel_size") and value != 1:
-        out.ignore(key, value, "sequence parallelism is not modelled (activations planned unsplit)")
+    elif key in (f"{ACT}.ulysses_size", f"{ACT}.ulysses_sequence_parallel_size") and value != 1 \
+            and not C.as_bool(f"{ACT}.padding_free", user.get(f"{ACT}.padding_free", DEFAULTS[f"{ACT}.padding_free"])):
+        out.ignore(key, value, "without padding_free EasyR1 runs every row whole on each GPU of the sequence-parallel "
+                   "group (dp_actor.py slices packed rows only): planned unsplit, the group sharing one share of data")

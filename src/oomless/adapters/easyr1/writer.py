@@ -61,7 +61,9 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
     if spec.finetune.method.value == "lora":
         C.require(spec, "finetune.lora_dropout", (0.0,), fw)
     C.require(spec, "rollout.samples_per_request", (None, spec.batch.num_generations), fw)  # the reader: rollout.n (None: n)
-    C.require(spec, "distribution.sequence_parallel_size", (1,), fw)
+    sp = spec.distribution.sequence_parallel_size
+    if sp > 1:  # the reader: Ulysses splits padding-free rows only
+        C.require(spec, "batch.padding_free", (True,), fw)
     C.require(spec, "batch.padding_free", (spec.logits.value == "bf16_flash_ce",), fw)  # one key: padding_free (the reader)
     algorithm = C.require(spec, "algorithm", ("grpo", "ppo", "rloo"), fw)
     C.require(spec, "ray.enabled", (True,), fw)
@@ -86,7 +88,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                                "limit_images": ro.limit_images_per_prompt or 0}
     if ro.max_model_len is not None:
         rollout["max_model_len"] = ro.max_model_len
-    round_prompts, update_prompts, trainer = _round(spec, world, micro)
+    round_prompts, update_prompts, trainer = _round(spec, world // sp, micro)  # a Ulysses group shares its data
     config: dict[str, Any] = {
         "data": {"max_prompt_length": prompt_bound_with_images(spec), "max_response_length": spec.lengths.max_completion_tokens,
                  "rollout_batch_size": round_prompts, "max_pixels": spec.vision.max_pixels or DEFAULTS["data.max_pixels"],
@@ -95,6 +97,7 @@ def _spec_to_config(spec: Any) -> dict[str, Any]:
                       "kl_coef": spec.kl_beta if spec.kl_beta > 0 else DEFAULTS["algorithm.kl_coef"]},
         "worker": {
             "actor": {"global_batch_size": update_prompts, "micro_batch_size_per_device_for_update": micro,
+                      **({"ulysses_size": sp} if sp > 1 else {}),  # unset at 1: a padded file's own degree is kept
                       "padding_free": spec.logits.value == "bf16_flash_ce", "dynamic_batching": _dynamic_batching(spec),
                       "micro_batch_size_per_device_for_experience": spec.logprob_micro_batch_size,
                       "model": model, "optim": {"strategy": _optim_strategy(spec, precision)},
@@ -120,21 +123,22 @@ def _dynamic_batching(spec: Any) -> bool:
                              "log-prob passes together; set batch.max_tokens_per_gpu too")
         return False
     C.require(spec, "batch.token_budget_balance", ("tokens",), "easyr1")
-    padded = prompt_bound_with_images(spec) + spec.lengths.max_completion_tokens
+    padded, sp = prompt_bound_with_images(spec) + spec.lengths.max_completion_tokens, spec.distribution.sequence_parallel_size
     for field, budget, micro, key in (
             ("batch.max_tokens_per_gpu", b.max_tokens_per_gpu, b.micro_batch_size, "micro_batch_size_per_device_for_update"),
             ("batch.logprob_max_tokens_per_gpu", b.logprob_token_budget, spec.logprob_micro_batch_size,
              "micro_batch_size_per_device_for_experience")):
-        if budget != micro * padded:
-            C.cannot_express(field, f"EasyR1's budget is {key} × (max_prompt_length + max_response_length) = {micro} × "
-                             f"{padded} = {micro * padded:,} tokens; {budget:,} cannot be written")
+        if budget != -(-micro * padded // sp):  # the group's budget, per GPU of a Ulysses group (the reader)
+            per = f" / ulysses_size {sp}" if sp > 1 else ""
+            C.cannot_express(field, f"EasyR1's budget is {key} × (max_prompt_length + max_response_length){per} = {micro} × "
+                             f"{padded}{per} = {-(-micro * padded // sp):,} tokens; {budget:,} cannot be written")
     return True
 
 
-def _round(spec: Any, world: int, micro: int) -> tuple[int, int, dict[str, Any]]:
+def _round(spec: Any, data_parallel: int, micro: int) -> tuple[int, int, dict[str, Any]]:
     """data.rollout_batch_size / worker.actor.global_batch_size (prompts) and trainer.max_steps /
-    save_freq (rounds) from the spec's round (adapters/schedule.py)."""
-    rnd = SCH.native_round(spec, world)
+    save_freq (rounds) from the spec's round over the data-parallel ranks (adapters/schedule.py)."""
+    rnd = SCH.native_round(spec, data_parallel)
     if rnd.problem:
         C.cannot_express("batch.steps_per_generation", rnd.problem)
     for field, why in rnd.schedule_problems:
