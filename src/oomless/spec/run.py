@@ -129,8 +129,8 @@ class Distribution(_Frozen):
     sequence_parallel_size: Annotated[int, Field(ge=1, le=1024), INT64] = Field(
         1,
         description="Ulysses/ring sequence-parallel degree: each sequence's tokens are split over this many "
-        "training GPUs (verl `ulysses_sequence_parallel_size`, ms-swift `--sequence_parallel_size`, OpenRLHF "
-        "`--ring_attn_size`). Must divide the training GPUs and the attention heads. Default 1 (none).",
+        "training GPUs (verl `ulysses_sequence_parallel_size`, EasyR1 `ulysses_size` with padding_free, ms-swift "
+        "`--sequence_parallel_size`, OpenRLHF `--ring_attn_size`). Must divide the training GPUs and the attention heads. Default 1 (none).",
     )
 
     @model_validator(mode="after")
