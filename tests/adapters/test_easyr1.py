@@ -243,7 +243,7 @@ def test_budgeted_spec_round_trips_and_a_budget_easyr1_cannot_say_is_named(tmp_p
 
 def test_fit_cuts_the_budgets_in_easyr1s_micro_batch_keys(tmp_path: Path) -> None:
     """A budget that does not fit is cut through the micro-batch sizes it is made of (the only
-    keys EasyR1 has for it), or dynamic batching is turned off; the patched file reads back."""
+    keys EasyR1 has for it); the patched file reads back with budgets of the new sizes."""
     import yaml
     from typer.testing import CliRunner
 
@@ -261,43 +261,35 @@ def test_fit_cuts_the_budgets_in_easyr1s_micro_batch_keys(tmp_path: Path) -> Non
     assert "reads it back: fits" in result.stdout
     actor = yaml.safe_load((out / "c.yaml").read_text())["worker"]["actor"]
     after = imported("easyr1", out / "c.yaml", gpu="A100-80GB")
-    assert actor["micro_batch_size_per_device_for_experience"] < 32
-    if actor.get("dynamic_batching", True):  # budgets kept: cut through the sizes they are made of
-        assert after.batch.logprob_max_tokens_per_gpu < before.batch.logprob_max_tokens_per_gpu
-        assert after.batch.max_tokens_per_gpu == actor["micro_batch_size_per_device_for_update"] * 8192
-        assert after.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192
-    else:  # or EasyR1's fixed micro-batches, when they are faster
-        assert after.batch.max_tokens_per_gpu is None and after.batch.logprob_max_tokens_per_gpu is None
+    assert after.batch.logprob_max_tokens_per_gpu < before.batch.logprob_max_tokens_per_gpu
+    assert after.batch.max_tokens_per_gpu == actor["micro_batch_size_per_device_for_update"] * 8192
+    assert after.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192
+    assert "dynamic_batching" not in actor  # still EasyR1's default, untouched
 
 
-@pytest.mark.parametrize(("actor", "allow", "changed"), [
-    # padded rows under a budget: a part may stack every padded row of a mini-batch (batches.py)
-    ("    padding_free: false\n", [], "dynamic_batching"),
-    # a length cut keeps the budget at micro-batch size × the new padded length (fit/space.py `_with_budgets`)
-    ("    micro_batch_size_per_device_for_update: 1\n    micro_batch_size_per_device_for_experience: 1\n",
-     ["--allow", "lengths"], "max_response_length"),
-])
-def test_fit_offers_fixed_micro_batches_and_length_cuts_under_budgets(tmp_path: Path, actor: str, allow: list[str],
-                                                                     changed: str) -> None:
+def test_fit_length_cut_keeps_easyr1s_budget_of_whole_rows(tmp_path: Path) -> None:
+    """`--allow lengths` under dynamic batching: the budget follows the new padded length
+    (fit/space.py `_with_budgets`), so the cut can be written in EasyR1's keys."""
     from typer.testing import CliRunner
 
     from oomless.cli.main import app
 
-    lengths = "max_prompt_length: 1024, max_response_length: 2048" if not allow else \
-        "max_prompt_length: 2048, max_response_length: 30720"
-    model, gpu = ("Qwen/Qwen2.5-7B-Instruct", "A100-80GB") if not allow else ("Qwen/Qwen2.5-14B-Instruct", "A100-40GB")
     source = tmp_path / "c.yaml"
-    source.write_text(f"data: {{{lengths}, rollout_batch_size: 64}}\nworker:\n  actor:\n    global_batch_size: 32\n"
-                      f"{actor}    model: {{model_path: {model}}}\n  rollout: {{n: 8}}\ntrainer: {{n_gpus_per_node: 8}}\n")
+    source.write_text(LENGTH_CASE)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", gpu, *allow, "--write", str(out), "--top", "0"])
+    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", "A100-40GB", "--allow", "lengths",
+                                      "--write", str(out), "--top", "0"])
     assert result.exit_code == 0, result.output
-    assert "reads it back: fits" in result.stdout and changed in (out / "c.yaml").read_text()
-    back = imported("easyr1", out / "c.yaml", gpu=gpu)
-    if back.batch.max_tokens_per_gpu is not None:  # still budgeted: micro-batch size × the written padded length
-        padded = back.lengths.max_prompt_tokens + back.lengths.max_completion_tokens
-        assert back.batch.max_tokens_per_gpu == back.batch.micro_batch_size * padded
+    assert "reads it back: fits" in result.stdout and "max_response_length" in (out / "c.yaml").read_text()
+    back = imported("easyr1", out / "c.yaml", gpu="A100-40GB")
+    assert back.lengths.max_completion_tokens < 30720
+    assert back.batch.max_tokens_per_gpu == back.lengths.max_prompt_tokens + back.lengths.max_completion_tokens
 
+
+LENGTH_CASE = ("data: {max_prompt_length: 2048, max_response_length: 30720, rollout_batch_size: 64}\nworker:\n  actor:\n"
+               "    global_batch_size: 32\n    micro_batch_size_per_device_for_update: 1\n"
+               "    micro_batch_size_per_device_for_experience: 1\n    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n"
+               "  rollout: {n: 8}\ntrainer: {n_gpus_per_node: 8}\n")
 
 
 @pytest.mark.parametrize("padding_free", [True, False])
@@ -315,3 +307,26 @@ def test_ulysses_splits_padding_free_rows_only(tmp_path: Path, padding_free: boo
     assert spec.batch.max_tokens_per_gpu == (2 * 8192 // 4 if padding_free else 2 * 8192)
     assert any("ulysses_size=4" in line for line in result.ignored) == (not padding_free)
     assert round_trip("easyr1", spec, tmp_path / "out", gpu="A100-80GB") == [spec]
+
+
+def test_fit_cuts_a_ulysses_groups_budget_in_easyr1s_keys(tmp_path: Path) -> None:
+    """With ulysses_size 2 the budget is the group's (a GPU's is half): a cut is written as a
+    smaller micro-batch size and reads back with the group's budget of the new size."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from oomless.cli.main import app
+
+    source = tmp_path / "c.yaml"
+    source.write_text("data: {max_prompt_length: 4096, max_response_length: 4096, rollout_batch_size: 128}\n"
+                      "worker:\n  actor:\n    global_batch_size: 64\n    micro_batch_size_per_device_for_update: 8\n"
+                      "    micro_batch_size_per_device_for_experience: 32\n    ulysses_size: 2\n"
+                      "    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n  rollout: {n: 8}\ntrainer: {n_gpus_per_node: 8}\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", "A100-80GB", "--write", str(out), "--top", "0"])
+    assert result.exit_code == 0, result.output
+    assert "reads it back: fits" in result.stdout
+    actor = yaml.safe_load((out / "c.yaml").read_text())["worker"]["actor"]
+    back = imported("easyr1", out / "c.yaml", gpu="A100-80GB")
+    assert actor["micro_batch_size_per_device_for_experience"] < 32 and back.distribution.sequence_parallel_size == 2
+    assert back.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192 // 2

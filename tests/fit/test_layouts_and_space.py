@@ -98,14 +98,14 @@ def test_token_budgets_are_tried_only_where_the_run_has_one_and_never_below_a_se
     assert budgets[0] == 16384 and budgets == [16384, 8192, 4096, 3000]
     splits = batch_splits(budgeted, 4, 4)
     work = work_factor(budgeted, splits, 3000)
-    with_budget = [o for o in work.options if o.overrides["batch.max_tokens_per_gpu"] is not None]
-    products = {o.overrides["batch.micro_batch_size"] * o.overrides["batch.gradient_accumulation_steps"] for o in with_budget}
+    products = {o.overrides["batch.micro_batch_size"] * o.overrides["batch.gradient_accumulation_steps"] for o in work.options}
     assert products == {budgeted.batch.micro_batch_size * budgeted.batch.gradient_accumulation_steps}
-    # every budget, and the framework's fixed micro-batches (no budget) over every split
-    assert {o.overrides["batch.max_tokens_per_gpu"] for o in work.options} == set(budgets) | {None}
-    fixed = [o for o in work.options if o.overrides["batch.max_tokens_per_gpu"] is None]
-    assert {o.overrides["batch.micro_batch_size"] for o in fixed} == {x["batch.micro_batch_size"] for x in splits}
-    assert all(o.overrides["batch.logprob_max_tokens_per_gpu"] is None for o in fixed)
+    assert {o.overrides["batch.max_tokens_per_gpu"] for o in work.options} == set(budgets)
+    # a smaller budget carries the micro-batch size it derives (budget // sequence), where the step allows it
+    for o in work.options:
+        if o.overrides["batch.max_tokens_per_gpu"] != 16384 and o.overrides["batch.max_tokens_per_gpu"] // 3000 in \
+                {x["batch.micro_batch_size"] for x in splits}:
+            assert o.overrides["batch.micro_batch_size"] == o.overrides["batch.max_tokens_per_gpu"] // 3000
 
 
 def test_length_cuts_keep_budgets_of_whole_padded_rows() -> None:

@@ -111,7 +111,24 @@ def token_budgets(spec: RunSpec, seq_tokens: int) -> list[int | None]:
     given = spec.batch.max_tokens_per_gpu
     if given is None:
         return [None]
-    return [given] + sorted({max(seq_tokens, given // k) for k in TOKEN_BUDGET_CUTS} - {given}, reverse=True)
+    return [given] + sorted({_budget_cut(spec, given, k, seq_tokens) for k in TOKEN_BUDGET_CUTS} - {given}, reverse=True)
+
+
+def _budget_cut(spec: RunSpec, budget: int, k: int, seq_tokens: int) -> int:
+    """1/k of a per-GPU budget, never below one sequence for the sequence-parallel group. A
+    budget of whole sequences for the group (the group holds budget × sp: planner/batches.py)
+    stays one: ceil(rows/k × sequence / sp), the form EasyR1's writer can say."""
+    sp = spec.distribution.sequence_parallel_size
+    floor = -(-seq_tokens // sp)
+    rows = budget * sp // seq_tokens
+    if rows >= k and rows % k == 0 and -(-rows * seq_tokens // sp) == budget:
+        return max(floor, -(-(rows // k) * seq_tokens // sp))
+    return max(floor, budget // k)
+
+
+def _micro_of(spec: RunSpec, budget: int, seq_tokens: int) -> int:
+    """The micro-batch size a budget derives: whole sequences the group's budget holds."""
+    return max(1, budget * spec.distribution.sequence_parallel_size // seq_tokens)
 
 
 PACKED_LOGITS = (LogitsMode.bf16_flash_ce, LogitsMode.bf16_flash_ce_entropy, LogitsMode.fused_token_chunks)
@@ -153,15 +170,12 @@ def logits_kernels(spec: RunSpec) -> list[Overrides]:
 def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Factor:
     """Batch split (or token budget) × recomputation × logits kernel (`logits_kernels`). Under
     a token budget micro_batch_size × accumulation only counts the sequences per step
-    (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all; a run with a budget is also
-    offered every split without one (the frameworks with budgets all have fixed micro-batches)."""
+    (`spec.run.Batch.max_tokens_per_gpu`), so one split stands for all. Turning a budget off is not
+    offered: under the worst case fixed micro-batches always plan lower, and the cost model does
+    not credit a budget's packing, so every budgeted run would be told to drop it."""
     budgets = token_budgets(spec, seq_tokens)
-    fixed: list[Overrides] = []
     if budgets != [None]:
         b = spec.batch
-        # the framework's fixed micro-batches instead (verl use_dynamic_bsz / EasyR1 dynamic_batching
-        # false): a budget's part can hold one sequence more than it, or every padded row of a step
-        fixed = [{**x, "batch.max_tokens_per_gpu": None, "batch.logprob_max_tokens_per_gpu": None} for x in splits]
         same = [x for x in splits if x["batch.micro_batch_size"] == b.micro_batch_size
                 and x["batch.gradient_accumulation_steps"] == b.gradient_accumulation_steps]
         product = b.micro_batch_size * b.gradient_accumulation_steps
@@ -170,15 +184,11 @@ def work_factor(spec: RunSpec, splits: list[Overrides], seq_tokens: int) -> Fact
         base = (same or splits)[0]
         # a smaller budget carries the micro-batch size its framework derives from it (verl's reader:
         # budget // sequence; EasyR1: the budget is that size × the padded row), where the step allows it
-        splits = [{**(base if budget == b.max_tokens_per_gpu else by_micro.get(max(1, budget // seq_tokens), base)),
+        splits = [{**(base if budget == b.max_tokens_per_gpu else by_micro.get(_micro_of(spec, budget, seq_tokens), base)),
                    "batch.max_tokens_per_gpu": budget} for budget in budgets]
     variants = [{**split, "gradient_checkpointing": gc, **kernels, **logprob}
                 for split in splits for gc in (True, False) for kernels in logits_kernels(spec)
                 for logprob in logprob_splits(spec, seq_tokens)]
-    unbudgeted = spec.model_copy(update={"batch": spec.batch.model_copy(update={"logprob_max_tokens_per_gpu": None})})
-    variants += [{**split, "gradient_checkpointing": gc, **kernels, **logprob}
-                 for split in fixed for gc in (True, False) for kernels in logits_kernels(spec)
-                 for logprob in logprob_splits(unbudgeted)]
     return Factor("work", "train", _options(spec, variants))
 
 
@@ -192,9 +202,9 @@ def logprob_splits(spec: RunSpec, seq_tokens: int | None = None) -> list[Overrid
     the micro-batch size it derives (budget // sequence)."""
     budget = spec.batch.logprob_max_tokens_per_gpu
     if budget is not None and seq_tokens:
-        cuts = [budget] + sorted({max(seq_tokens, budget // k) for k in TOKEN_BUDGET_CUTS} - {budget}, reverse=True)
-        return [{}] + [{"batch.logprob_max_tokens_per_gpu": cut, "batch.logprob_micro_batch_size": max(1, cut // seq_tokens)}
-                       for cut in cuts[1:]]
+        cuts = sorted({_budget_cut(spec, budget, k, seq_tokens) for k in TOKEN_BUDGET_CUTS} - {budget}, reverse=True)
+        return [{}] + [{"batch.logprob_max_tokens_per_gpu": cut, "batch.logprob_micro_batch_size": _micro_of(spec, cut, seq_tokens)}
+                       for cut in cuts]
     current = spec.batch.logprob_micro_batch_size
     if current is None or current <= 1:
         return [{}]
@@ -292,15 +302,18 @@ def _knob_steps(spec: RunSpec, arch: ModelArch, knob: str) -> list[list[MathSett
 
 
 def _with_budgets(spec: RunSpec, prompt: int, completion: int, field: str) -> Overrides:
-    """A length cut, with each token budget that is a whole number of padded rows (EasyR1 derives
-    its budgets as micro-batch size × (max_prompt_length + max_response_length); verl scripts often
-    write `n × (prompt + response)`) kept at that many rows of the new length."""
+    """A length cut, with each token budget that is a whole number of padded rows for its
+    sequence-parallel group (EasyR1 derives its budgets as micro-batch size × (max_prompt_length +
+    max_response_length); verl scripts often write `n × (prompt + response)`) kept at that many
+    rows of the new length."""
     out: Overrides = {field: prompt if field.endswith("prompt_tokens") else completion}
     old, new = spec.lengths.max_prompt_tokens + spec.lengths.max_completion_tokens, prompt + completion
+    sp = spec.distribution.sequence_parallel_size  # per GPU: the group's rows / sp, rounded up (EasyR1's reader)
     for name in ("max_tokens_per_gpu", "logprob_max_tokens_per_gpu"):
         budget = getattr(spec.batch, name)
-        if budget is not None and budget % old == 0:
-            out[f"batch.{name}"] = budget // old * new
+        rows = budget * sp // old if budget is not None else 0
+        if rows and -(-rows * old // sp) == budget:
+            out[f"batch.{name}"] = -(-rows * new // sp)
     return out
 
 
