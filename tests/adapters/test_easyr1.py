@@ -330,3 +330,11 @@ def test_fit_cuts_a_ulysses_groups_budget_in_easyr1s_keys(tmp_path: Path) -> Non
     back = imported("easyr1", out / "c.yaml", gpu="A100-80GB")
     assert actor["micro_batch_size_per_device_for_experience"] < 32 and back.distribution.sequence_parallel_size == 2
     assert back.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192 // 2
+
+
+def test_ulysses_must_divide_the_gpus(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(MODEL + "    ulysses_size: 4\ntrainer: {n_gpus_per_node: 6}\n")
+    with pytest.raises(InputError) as err:
+        imported("easyr1", path, gpu="A100-80GB")
+    assert err.value.field == "worker.actor.ulysses_size" and "6 GPUs" in err.value.message

@@ -10,8 +10,8 @@ temperature (``logits / temperature``, a copy), then:
 - ``full_fp32``: the logits upcast to fp32 first (transformers < 4.45 did `logits.float()` in
   the model's forward), then `selective_log_softmax`'s fp32 branch: `gather` of the labels minus
   a per-sequence `logsumexp` loop.
-- ``chunked``: verl's pattern (`utils/torch_functional.py`, chunked entropy/log-prob with
-  checkpointing): the bf16 logits are flattened to rows, split (`torch.split`) into chunks of
+- ``chunked``: a chunked, checkpointed log-softmax (the pattern of verl's chunked entropy in
+  `utils/torch_functional.py`, applied to the log-probs; no framework read today runs it): the bf16 logits are flattened to rows, split (`torch.split`) into chunks of
   ``logits_chunk_rows`` rows, and each chunk runs `log_softmax(chunk.float()).gather(...)` under
   non-reentrant `torch.utils.checkpoint`, so fp32 work exists one chunk at a time, in forward
   and backward.

@@ -171,10 +171,15 @@ def _to_spec(v: dict[str, Any], flags: HardwareFlags, out: N.Collected, train_pr
     if cpu_offload:
         dist.update(offload_params=True, offload_optimizer=True)
     sp = _ulysses(v)
+    world = C.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1) * C.as_int("trainer.nnodes", v["trainer.nnodes"], 1)
+    if world % sp:  # fsdp_workers.py: init_device_mesh(mesh_shape=(world_size // ulysses_size, ulysses_size))
+        raise InputError(f"{ACT}.ulysses_size", f"{sp} does not divide the {world} GPUs; allowed: a divisor of {world}")
     if sp > 1 and C.as_bool(f"{ACT}.padding_free", v[f"{ACT}.padding_free"]):
         # dp_actor.py `_forward_micro_batch`: ulysses_pad_and_slice_inputs splits each packed row
         # over the group (padding-free rows only; the padded path runs whole rows on every rank)
         dist["sequence_parallel_size"] = sp
+        out.notes.append(f"{ACT}.ulysses_size={sp}: each packed row split over {sp} GPUs; EasyR1's README: vision-language "
+                         "models are not compatible with Ulysses yet, and its all-to-all needs the KV heads divisible by it")
     out.set("distribution", dist)
     out.set("precision", "bf16" if str(v[f"{ACT}.fsdp.torch_dtype"]) in ("bf16", "bfloat16") else "bf16_mixed")
     if v[f"{ACT}.optim.strategy"] not in ("adamw", "adamw_bf16"):
@@ -261,7 +266,7 @@ def _round_and_schedule(v: dict[str, Any], out: N.Collected, train_prompts: int 
     `trainer.max_steps` rounds (else epochs × the rounds of one pass over ``train_prompts``),
     `save_freq` rounds (adapters/schedule.py)."""
     world = C.as_int("trainer.n_gpus_per_node", v["trainer.n_gpus_per_node"], 1) * C.as_int("trainer.nnodes", v["trainer.nnodes"], 1)
-    ulysses = max(C.as_int(f"{ACT}.{k}", v[f"{ACT}.{k}"], 1) for k in ("ulysses_size", "ulysses_sequence_parallel_size"))
+    ulysses = _ulysses(v)
     rnd = SCH.verl_round(C.as_int("data.rollout_batch_size", v["data.rollout_batch_size"], 1),
                          C.as_int(f"{ACT}.global_batch_size", v[f"{ACT}.global_batch_size"], 1),
                          C.as_int(f"{ROL}.n", v[f"{ROL}.n"], 1), world, ulysses,

@@ -37,7 +37,8 @@ def render_files(spec: Any) -> dict[str, str]:
         "Launch: python3 -m verl.trainer.main config=easyr1_config.yaml",
         "Batch sizes: the spec's round (steps_per_generation) and optimizer step (gradient accumulation) in prompts.",
         "Fill in data.train_files / data.val_files and worker.reward before training.",
-        "worker.actor.dynamic_batching is a key of EasyR1 >= 0.3.2; remove it for 0.3.0 and 0.3.1 (false there).",
+        "worker.actor.dynamic_batching is a key of EasyR1 >= 0.3.2; remove it for 0.3.0 and 0.3.1 (false there);",
+        "EasyR1 0.3.0 names ulysses_size ulysses_sequence_parallel_size.",
         *([f"oomless: vllm=={spec.rollout.vllm_version}"] if spec.rollout.vllm_version else []),
     ])
     return {MAIN_FILE: head + N.dump_yaml(_spec_to_config(spec))}
