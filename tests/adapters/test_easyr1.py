@@ -241,47 +241,47 @@ def test_budgeted_spec_round_trips_and_a_budget_easyr1_cannot_say_is_named(tmp_p
     assert err.value.field == "batch.max_tokens_per_gpu" and "2 × 3072" in err.value.message
 
 
-def test_fit_cuts_the_budgets_in_easyr1s_micro_batch_keys(tmp_path: Path) -> None:
-    """A budget that does not fit is cut through the micro-batch sizes it is made of (the only
-    keys EasyR1 has for it); the patched file reads back with budgets of the new sizes."""
+def _fit_written(tmp_path: Path, text: str, gpu: str, *flags: str) -> tuple[dict, object]:
+    """`fit --from easyr1 --write` on ``text``: the written actor section and its read-back spec."""
     import yaml
     from typer.testing import CliRunner
 
     from oomless.cli.main import app
 
     source = tmp_path / "c.yaml"
-    source.write_text("data: {max_prompt_length: 4096, max_response_length: 4096, rollout_batch_size: 128}\n"
-                      "worker:\n  actor:\n    global_batch_size: 64\n    micro_batch_size_per_device_for_update: 8\n"
-                      "    micro_batch_size_per_device_for_experience: 32\n"
-                      "    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n  rollout: {n: 8}\ntrainer: {n_gpus_per_node: 8}\n")
-    before = imported("easyr1", source, gpu="A100-80GB")
+    source.write_text(text)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", "A100-80GB", "--write", str(out), "--top", "0"])
+    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", gpu, *flags, "--write", str(out), "--top", "0"])
     assert result.exit_code == 0, result.output
     assert "reads it back: fits" in result.stdout
-    actor = yaml.safe_load((out / "c.yaml").read_text())["worker"]["actor"]
-    after = imported("easyr1", out / "c.yaml", gpu="A100-80GB")
+    return yaml.safe_load((out / "c.yaml").read_text())["worker"]["actor"], imported("easyr1", out / "c.yaml", gpu=gpu)
+
+
+@pytest.mark.parametrize("ulysses", [1, 2])
+def test_fit_cuts_the_budgets_in_easyr1s_micro_batch_keys(tmp_path: Path, ulysses: int) -> None:
+    """A budget that does not fit is cut through the micro-batch sizes it is made of (the only
+    keys EasyR1 has for it); the patched file reads back with budgets of the new sizes, the
+    Ulysses group's budget halved a GPU at ulysses_size 2."""
+    text = ("data: {max_prompt_length: 4096, max_response_length: 4096, rollout_batch_size: 128}\n"
+            "worker:\n  actor:\n    global_batch_size: 64\n    micro_batch_size_per_device_for_update: 8\n"
+            f"    micro_batch_size_per_device_for_experience: 32\n    ulysses_size: {ulysses}\n"
+            "    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n  rollout: {n: 8}\ntrainer: {n_gpus_per_node: 8}\n")
+    (tmp_path / "in").mkdir()
+    before_path = tmp_path / "in" / "c.yaml"
+    before_path.write_text(text)
+    before = imported("easyr1", before_path, gpu="A100-80GB")
+    actor, after = _fit_written(tmp_path, text, "A100-80GB")
+    assert after.distribution.sequence_parallel_size == ulysses
     assert after.batch.logprob_max_tokens_per_gpu < before.batch.logprob_max_tokens_per_gpu
-    assert after.batch.max_tokens_per_gpu == actor["micro_batch_size_per_device_for_update"] * 8192
-    assert after.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192
+    assert after.batch.max_tokens_per_gpu == actor["micro_batch_size_per_device_for_update"] * 8192 // ulysses
+    assert after.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192 // ulysses
     assert "dynamic_batching" not in actor  # still EasyR1's default, untouched
 
 
 def test_fit_length_cut_keeps_easyr1s_budget_of_whole_rows(tmp_path: Path) -> None:
     """`--allow lengths` under dynamic batching: the budget follows the new padded length
     (fit/space.py `_with_budgets`), so the cut can be written in EasyR1's keys."""
-    from typer.testing import CliRunner
-
-    from oomless.cli.main import app
-
-    source = tmp_path / "c.yaml"
-    source.write_text(LENGTH_CASE)
-    out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", "A100-40GB", "--allow", "lengths",
-                                      "--write", str(out), "--top", "0"])
-    assert result.exit_code == 0, result.output
-    assert "reads it back: fits" in result.stdout and "max_response_length" in (out / "c.yaml").read_text()
-    back = imported("easyr1", out / "c.yaml", gpu="A100-40GB")
+    _, back = _fit_written(tmp_path, LENGTH_CASE, "A100-40GB", "--allow", "lengths")
     assert back.lengths.max_completion_tokens < 30720
     assert back.batch.max_tokens_per_gpu == back.lengths.max_prompt_tokens + back.lengths.max_completion_tokens
 
@@ -307,29 +307,6 @@ def test_ulysses_splits_padding_free_rows_only(tmp_path: Path, padding_free: boo
     assert spec.batch.max_tokens_per_gpu == (2 * 8192 // 4 if padding_free else 2 * 8192)
     assert any("ulysses_size=4" in line for line in result.ignored) == (not padding_free)
     assert round_trip("easyr1", spec, tmp_path / "out", gpu="A100-80GB") == [spec]
-
-
-def test_fit_cuts_a_ulysses_groups_budget_in_easyr1s_keys(tmp_path: Path) -> None:
-    """With ulysses_size 2 the budget is the group's (a GPU's is half): a cut is written as a
-    smaller micro-batch size and reads back with the group's budget of the new size."""
-    import yaml
-    from typer.testing import CliRunner
-
-    from oomless.cli.main import app
-
-    source = tmp_path / "c.yaml"
-    source.write_text("data: {max_prompt_length: 4096, max_response_length: 4096, rollout_batch_size: 128}\n"
-                      "worker:\n  actor:\n    global_batch_size: 64\n    micro_batch_size_per_device_for_update: 8\n"
-                      "    micro_batch_size_per_device_for_experience: 32\n    ulysses_size: 2\n"
-                      "    model: {model_path: Qwen/Qwen2.5-7B-Instruct}\n  rollout: {n: 8}\ntrainer: {n_gpus_per_node: 8}\n")
-    out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["fit", "--from", "easyr1", str(source), "--gpu", "A100-80GB", "--write", str(out), "--top", "0"])
-    assert result.exit_code == 0, result.output
-    assert "reads it back: fits" in result.stdout
-    actor = yaml.safe_load((out / "c.yaml").read_text())["worker"]["actor"]
-    back = imported("easyr1", out / "c.yaml", gpu="A100-80GB")
-    assert actor["micro_batch_size_per_device_for_experience"] < 32 and back.distribution.sequence_parallel_size == 2
-    assert back.batch.logprob_max_tokens_per_gpu == actor["micro_batch_size_per_device_for_experience"] * 8192 // 2
 
 
 def test_ulysses_must_divide_the_gpus(tmp_path: Path) -> None:
