@@ -21,6 +21,7 @@ from fractions import Fraction
 from ..catalog.models import ModelArch
 from ..memory import constants as MC
 from ..spec.run import FinetuneMethod, LogitsMode, Optimizer, OptimizerImplementation, RolloutEngine, RunSpec, Strategy
+from ..planner.batches import rows_budget_per_gpu, whole_rows
 from ..planner.roles import implementation_under
 from .layouts import Layout
 from .overrides import Overrides, changed
@@ -119,10 +120,9 @@ def _budget_cut(spec: RunSpec, budget: int, k: int, seq_tokens: int) -> int:
     budget of whole sequences for the group (the group holds budget × sp: planner/batches.py)
     stays one: ceil(rows/k × sequence / sp), the form EasyR1's writer can say."""
     sp = spec.distribution.sequence_parallel_size
-    floor = -(-seq_tokens // sp)
-    rows = budget * sp // seq_tokens
-    if rows >= k and rows % k == 0 and -(-rows * seq_tokens // sp) == budget:
-        return max(floor, -(-(rows // k) * seq_tokens // sp))
+    floor, rows = rows_budget_per_gpu(1, seq_tokens, sp), whole_rows(budget, seq_tokens, sp)
+    if rows is not None and rows >= k and rows % k == 0:
+        return max(floor, rows_budget_per_gpu(rows // k, seq_tokens, sp))
     return max(floor, budget // k)
 
 
@@ -308,12 +308,12 @@ def _with_budgets(spec: RunSpec, prompt: int, completion: int, field: str) -> Ov
     rows of the new length."""
     out: Overrides = {field: prompt if field.endswith("prompt_tokens") else completion}
     old, new = spec.lengths.max_prompt_tokens + spec.lengths.max_completion_tokens, prompt + completion
-    sp = spec.distribution.sequence_parallel_size  # per GPU: the group's rows / sp, rounded up (EasyR1's reader)
+    sp = spec.distribution.sequence_parallel_size
     for name in ("max_tokens_per_gpu", "logprob_max_tokens_per_gpu"):
         budget = getattr(spec.batch, name)
-        rows = budget * sp // old if budget is not None else 0
-        if rows and -(-rows * old // sp) == budget:
-            out[f"batch.{name}"] = -(-rows * new // sp)
+        rows = whole_rows(budget, old, sp) if budget is not None else None
+        if rows is not None:
+            out[f"batch.{name}"] = rows_budget_per_gpu(rows, new, sp)
     return out
 
 

@@ -79,6 +79,21 @@ def packed_micro_batch(num_tokens: int, num_sequences: int, sp: int = 1) -> Micr
     return MicroBatch(1, local, local - 1, num_sequences, packed=True, sequence_parallel_size=sp)
 
 
+def rows_budget_per_gpu(rows: int, seq_len: int, sp: int = 1) -> int:
+    """The per-GPU budget (`batch.max_tokens_per_gpu`) of a sequence-parallel group whose own
+    budget is ``rows`` sequences of ``seq_len`` tokens: the group holds budget × sp
+    (`budget_micro_batch`), so rows × seq_len / sp, rounded up. EasyR1 states its budgets this
+    way (micro-batch size × padded row, the group's: adapters/easyr1/reader.py)."""
+    return -(-rows * seq_len // sp)
+
+
+def whole_rows(budget: int, seq_len: int, sp: int = 1) -> int | None:
+    """The rows of ``seq_len`` a per-GPU budget stands for when it is `rows_budget_per_gpu` of
+    whole rows, else None."""
+    rows = budget * sp // seq_len
+    return rows if rows and rows_budget_per_gpu(rows, seq_len, sp) == budget else None
+
+
 def max_budget_micro_batch_tokens(budget: int, longest: int, balance: str) -> int:
     """The most tokens one micro-batch of a token budget can hold.
 

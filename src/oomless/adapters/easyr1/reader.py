@@ -25,7 +25,9 @@ from typing import Any
 
 from ... import safe_paths as SP
 from ...errors import InputError
+from ...planner.batches import rows_budget_per_gpu
 from ...spec.dataset import DataRef
+from ...spec.releases import in_releases
 from .. import HardwareFlags, ImportResult
 from .. import _native as N
 from .. import common as C
@@ -46,7 +48,7 @@ STEP_IMPLEMENTATION = {"adamw": "fused", "adamw_bf16": "for_loop"}
 adamw_bf16. Stated where it changes the plan (`optim_impl.planned`)."""
 
 
-DYNAMIC_BATCHING_SINCE = (0, 3, 2)
+DYNAMIC_BATCHING_SINCE = ">=0.3.2"
 """EasyR1 PR #417 (2025-07-14, first released in v0.3.2): `worker.actor.dynamic_batching`, default
 true; earlier releases cut fixed micro-batches and have no such key. A declared pre-release
 (`0.3.2.dev0`) counts as 0.3.2, though dev builds before the PR lack the key: declare 0.3.1 for them."""
@@ -74,7 +76,7 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
 def _dynamic_batching_release(composed: H.Composed, release: tuple[int, ...] | None) -> None:
     """A file declaring a release before 0.3.2 (`# easyr1==0.3.1`) runs fixed micro-batches: the
     key did not exist, and EasyR1's structured config refuses keys it does not know."""
-    if release is None or tuple(release) + (0,) * (3 - len(release)) >= DYNAMIC_BATCHING_SINCE:
+    if release is None or in_releases(C.version_text(release), DYNAMIC_BATCHING_SINCE):
         return
     key = f"{ACT}.dynamic_batching"
     if key in composed.user:
@@ -254,8 +256,8 @@ def _dynamic_batching(v: dict[str, Any], padded: int, sp: int, out: N.Collected)
     update = C.as_int(f"{ACT}.micro_batch_size_per_device_for_update", v[f"{ACT}.micro_batch_size_per_device_for_update"], 1)
     experience = C.as_int(f"{ACT}.micro_batch_size_per_device_for_experience",
                           v[f"{ACT}.micro_batch_size_per_device_for_experience"], 1)
-    out.set("batch.max_tokens_per_gpu", -(-update * padded // sp))
-    out.set("batch.logprob_max_tokens_per_gpu", -(-experience * padded // sp))
+    out.set("batch.max_tokens_per_gpu", rows_budget_per_gpu(update, padded, sp))
+    out.set("batch.logprob_max_tokens_per_gpu", rows_budget_per_gpu(experience, padded, sp))
     out.notes.append(f"worker.actor.dynamic_batching: micro-batches of up to {update} × {padded} = {update * padded:,} tokens "
                      f"(update) and {experience} × {padded} = {experience * padded:,} (log-probs), balanced on real tokens; "
                      "one part can exceed its budget by less than one sequence")

@@ -8,6 +8,7 @@ from .. import _native as N
 from ...mappings import flatten
 from .. import common as C
 from .. import schedule as SCH
+from ...planner.batches import rows_budget_per_gpu
 from ..round_trip import prompt_bound_with_images
 from .keys import DEFAULTS, ROL
 from .. import optim_impl as OI
@@ -129,10 +130,11 @@ def _dynamic_batching(spec: Any) -> bool:
             ("batch.max_tokens_per_gpu", b.max_tokens_per_gpu, b.micro_batch_size, "micro_batch_size_per_device_for_update"),
             ("batch.logprob_max_tokens_per_gpu", b.logprob_token_budget, spec.logprob_micro_batch_size,
              "micro_batch_size_per_device_for_experience")):
-        if budget != -(-micro * padded // sp):  # the group's budget, per GPU of a Ulysses group (the reader)
+        wanted = rows_budget_per_gpu(micro, padded, sp)  # the group's budget, per GPU of a Ulysses group (the reader)
+        if budget != wanted:
             per = f" / ulysses_size {sp}" if sp > 1 else ""
             C.cannot_express(field, f"EasyR1's budget is {key} × (max_prompt_length + max_response_length){per} = {micro} × "
-                             f"{padded}{per} = {-(-micro * padded // sp):,} tokens; {budget:,} cannot be written")
+                             f"{padded}{per} = {wanted:,} tokens; {budget:,} cannot be written")
     return True
 
 

@@ -28,6 +28,7 @@ from .. import common as C
 from .. import optim_impl as OI
 from ...frontends import hydra as H
 from ...memory.vllm import GRAPHS_IN_BUDGET_FROM
+from ...spec.releases import in_releases
 from . import batches as B
 from .keys import DEFAULTS, VERSION
 
@@ -70,7 +71,7 @@ UNPLANNED = {"critic.model.use_liger": "the spec's liger_kernels is the actor's:
 """Keys that change the planned memory in a way the spec cannot say: named, never silently dropped."""
 
 
-UNSCALED_AT_ONE_FROM = (0, 9, 1)
+UNSCALED_AT_ONE_FROM = ">=0.9.1"
 """verl 0.9.1 `_scale_logits_by_temperature` returns the logits unscaled at a scalar temperature 1;
 0.9.0 divides out of place always (workers/engine/fsdp/transformer_impl.py of the two wheels).
 Files without a `# verl==X` comment are read as 0.9.1."""
@@ -83,7 +84,7 @@ def import_config(path: Path, hardware: HardwareFlags) -> ImportResult:
     composed = _compose(path, text, out)
     out.notes.extend(composed.notes)
     _to_spec(_Config(composed.values), hardware, out)
-    if release is not None and tuple(release) + (0,) * (3 - len(release)) < UNSCALED_AT_ONE_FROM \
+    if release is not None and not in_releases(C.version_text(release), UNSCALED_AT_ONE_FROM) \
             and out.spec.get("logits_temperature") == "none":
         out.set("logits_temperature", "copy")  # 0.9.0 divides out of place whatever the temperature
     _stated_vllm(C.read_directives(text, str(path)), out)
